@@ -1,0 +1,146 @@
+"""Calling the summariser: the only place where sync and async differ.
+
+The planners are generators: they ``yield`` a :class:`SummaryRequest` and receive
+the model's reply (or the exception it raised). :func:`drive` and :func:`adrive`
+run a planner to completion, answering each request with a sync or an async call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import inspect
+from collections.abc import Callable, Generator
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import BaseMessage
+from langchain_core.runnables import Runnable, RunnableConfig, ensure_config, patch_config
+
+TAG_NOSTREAM = "nostream"
+"""langgraph's ``TAG_NOSTREAM``: runs tagged so stay out of the user's token stream.
+
+It is spelt here so that the core does not import langgraph; a test pins it to
+``langgraph.constants.TAG_NOSTREAM``.
+"""
+
+RUN_NAME = "context_condenser"
+"""The name of the summariser's run in traces."""
+
+T = TypeVar("T")
+
+Reply = Any
+"""What the summariser answered: a message, text, None, or the exception it raised."""
+
+
+@dataclass(frozen=True)
+class SummaryRequest:
+    """One call the planner needs the summariser to make."""
+
+    prompt: list[BaseMessage]
+    """The messages sent to the summariser."""
+    max_tokens: int
+    """The summary's token budget, passed as a max-tokens hint where the model takes one."""
+
+
+SummaryModel = BaseChatModel | Runnable[Any, Any] | Callable[..., Any]
+"""A summariser: a chat model, a Runnable or a callable taking the prompt messages."""
+
+_HINT_FIELDS = ("max_tokens", "max_output_tokens", "num_predict", "max_new_tokens")
+
+
+class SummaryTimeoutError(TimeoutError):
+    """The summariser did not answer within ``summary_timeout`` seconds."""
+
+
+def max_tokens_hint(model: Any, budget: int) -> dict[str, Any]:
+    """Return the keyword a chat model takes for its output cap, set to ``budget``."""
+    if not isinstance(model, BaseChatModel):
+        return {}
+    fields = type(model).model_fields
+    for name in _HINT_FIELDS:
+        if name in fields:
+            return {name: budget}
+    return {}
+
+
+def _child_config() -> RunnableConfig:
+    parent = ensure_config()
+    config = patch_config(parent, run_name=RUN_NAME)
+    config["tags"] = [*parent.get("tags", []), TAG_NOSTREAM]
+    return config
+
+
+def call_model(model: SummaryModel, request: SummaryRequest, timeout: float | None) -> Reply:
+    """Call the summariser synchronously; return its reply or the exception it raised."""
+
+    def call() -> Any:
+        if isinstance(model, Runnable):
+            hint = max_tokens_hint(model, request.max_tokens)
+            return model.invoke(request.prompt, config=_child_config(), **hint)
+        return model(request.prompt)
+
+    try:
+        if timeout is None:
+            return call()
+        # A hung client must not hang the agent: the call runs in a worker thread
+        # that is abandoned (not joined) after the timeout.
+        pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=RUN_NAME)
+        from contextvars import copy_context
+
+        ctx = copy_context()
+        future = pool.submit(ctx.run, call)
+        pool.shutdown(wait=False)
+        try:
+            return future.result(timeout=timeout)
+        except concurrent.futures.TimeoutError:
+            future.cancel()
+            return SummaryTimeoutError(f"summariser gave no answer within {timeout} s")
+    except Exception as exc:  # every failure becomes a reply the planner handles
+        return exc
+
+
+async def acall_model(model: SummaryModel, request: SummaryRequest, timeout: float | None) -> Reply:
+    """Call the summariser asynchronously; return its reply or the exception it raised."""
+
+    async def call() -> Any:
+        if isinstance(model, Runnable):
+            hint = max_tokens_hint(model, request.max_tokens)
+            return await model.ainvoke(request.prompt, config=_child_config(), **hint)
+        result = model(request.prompt)
+        if inspect.isawaitable(result):
+            return await result
+        return result
+
+    try:
+        if timeout is None:
+            return await call()
+        return await asyncio.wait_for(call(), timeout)
+    except asyncio.TimeoutError:
+        return SummaryTimeoutError(f"summariser gave no answer within {timeout} s")
+    except Exception as exc:
+        return exc
+
+
+Plan = Generator[SummaryRequest, Reply, T]
+
+
+def drive(plan: Plan[T], answer: Callable[[SummaryRequest], Reply]) -> T:
+    """Run a planner, answering each request with ``answer``."""
+    try:
+        request = next(plan)
+        while True:
+            request = plan.send(answer(request))
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]
+
+
+async def adrive(plan: Plan[T], answer: Callable[[SummaryRequest], Any]) -> T:
+    """Run a planner, answering each request with the awaitable ``answer``."""
+    try:
+        request = next(plan)
+        while True:
+            request = plan.send(await answer(request))
+    except StopIteration as done:
+        return done.value  # type: ignore[no-any-return]

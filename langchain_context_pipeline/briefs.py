@@ -1,0 +1,165 @@
+"""One-line briefs that stand in for old, bulky tool results.
+
+A brief says what a tool call did and how big its result was, built from the
+arguments of the call the ToolMessage answers::
+
+    [read_file] src/app.py (45,210 chars)
+    [execute] "npm test" -> 32 lines output
+    [search] "token limit" (12,400 chars result)
+
+Users add briefs for their own tools with ``briefs={"my_tool": fn}``, where ``fn``
+takes the tool's name, its call's arguments and its output text.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Mapping
+from typing import Any
+
+__all__ = ["BUILTIN_BRIEFS", "ToolBrief", "brief_for", "shorten"]
+
+ToolBrief = Callable[[str, Mapping[str, Any], str], str]
+"""A brief builder: ``fn(tool_name, call_args, output_text) -> one line``."""
+
+_COMMAND_KEYS = ("command", "cmd", "code", "script")
+_PATH_KEYS = ("path", "file_path", "file", "filename")
+_QUERY_KEYS = ("query", "pattern", "q", "search_term", "regex")
+_URL_KEYS = ("url", "uri", "href")
+
+
+def shorten(text: str, limit: int) -> str:
+    """Collapse whitespace and cut ``text`` to at most ``limit`` chars with an ellipsis."""
+    flat = " ".join(text.split())
+    if len(flat) <= limit:
+        return flat
+    if limit <= 1:
+        return flat[:limit]
+    return flat[: limit - 1] + "…"
+
+
+def _first(args: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
+    for key in keys:
+        value = args.get(key)
+        if isinstance(value, str) and value.strip():
+            return value
+        if isinstance(value, list) and value and all(isinstance(v, str) for v in value):
+            return " ".join(value)
+    return None
+
+
+def _size(output: str) -> str:
+    return f"{len(output):,} chars"
+
+
+def _last_line(output: str) -> str | None:
+    for line in reversed(output.splitlines()):
+        if line.strip():
+            return shorten(line, 80)
+    return None
+
+
+def brief_execute(name: str, args: Mapping[str, Any], output: str) -> str:
+    """Brief a shell command: the command, the output's line count and its last line."""
+    command = _first(args, _COMMAND_KEYS)
+    lines = len(output.splitlines())
+    shown = f'"{shorten(command, 120)}"' if command else "(command)"
+    brief = f"[{name}] {shown} -> {lines} lines output"
+    last = _last_line(output)
+    return f"{brief}; last: {last}" if last else brief
+
+
+def brief_read(name: str, args: Mapping[str, Any], output: str) -> str:
+    """Brief a file read: the path and the size read."""
+    path = _first(args, _PATH_KEYS) or _first(args, _URL_KEYS) or "?"
+    return f"[{name}] {shorten(path, 160)} ({_size(output)})"
+
+
+def brief_write(name: str, args: Mapping[str, Any], output: str) -> str:
+    """Brief a file write or edit: the sub-command if any, the path, the result size."""
+    path = _first(args, _PATH_KEYS) or "?"
+    sub = args.get("command")
+    verb = f"{sub} " if isinstance(sub, str) and len(sub) <= 20 and sub.isidentifier() else ""
+    return f"[{name}] {verb}{shorten(path, 160)} ({_size(output)} result)"
+
+
+def brief_search(name: str, args: Mapping[str, Any], output: str) -> str:
+    """Brief a search: the query, where it searched, the result size."""
+    query = _first(args, _QUERY_KEYS)
+    where = _first(args, _PATH_KEYS)
+    shown = f'"{shorten(query, 120)}"' if query else "(query)"
+    place = f" in {shorten(where, 80)}" if where else ""
+    return f"[{name}] {shown}{place} ({_size(output)} result)"
+
+
+def brief_browser(name: str, args: Mapping[str, Any], output: str) -> str:
+    """Brief a browser action: the page or element it acted on, the result size."""
+    target = _first(args, _URL_KEYS) or _first(args, ("selector", "element", "text", "index"))
+    if target is None:
+        return brief_generic(name, args, output)
+    return f"[{name}] {shorten(target, 160)} ({_size(output)})"
+
+
+def _scalar(value: Any) -> str:
+    if isinstance(value, str):
+        return shorten(value, 40)
+    try:
+        return shorten(json.dumps(value, ensure_ascii=False, sort_keys=True, default=str), 40)
+    except (TypeError, ValueError):  # pragma: no cover - default=str makes this rare
+        return shorten(str(value), 40)
+
+
+def brief_generic(name: str, args: Mapping[str, Any], output: str) -> str:
+    """Brief any tool: its name, up to three ``key=value`` arguments, the result size."""
+    shown = " ".join(f"{k}={_scalar(v)}" for k, v in list(args.items())[:3])
+    middle = f" {shown}" if shown else ""
+    return f"[{name}]{middle} ({_size(output)})"
+
+
+BUILTIN_BRIEFS: Mapping[str, ToolBrief] = {
+    **dict.fromkeys(
+        ("execute", "bash", "shell", "execute_bash", "run", "run_command", "terminal", "python"),
+        brief_execute,
+    ),
+    **dict.fromkeys(("read_file", "view", "open", "cat", "read", "view_file"), brief_read),
+    **dict.fromkeys(
+        ("write_file", "create", "edit", "str_replace_editor", "edit_file", "str_replace", "patch"),
+        brief_write,
+    ),
+    **dict.fromkeys(
+        ("search", "grep", "find", "find_file", "search_file", "search_dir", "web_search", "glob"),
+        brief_search,
+    ),
+}
+"""The built-in briefs by tool name; ``browser_*`` tools use :func:`brief_browser`."""
+
+_BROWSER = re.compile(r"^browser[_.-]")
+
+
+def brief_for(
+    name: str,
+    args: Mapping[str, Any],
+    output: str,
+    *,
+    registry: Mapping[str, ToolBrief] | None = None,
+    limit: int = 500,
+) -> str:
+    """Return the one-line brief of a tool result, at most ``limit`` chars.
+
+    The user's ``registry`` wins over the built-ins; an unknown tool gets the
+    generic ``[name] key=value (N chars)`` brief. A brief builder that raises or
+    returns something other than text falls back to the generic brief.
+    """
+    builder: ToolBrief | None = (registry or {}).get(name) or BUILTIN_BRIEFS.get(name)
+    if builder is None and _BROWSER.match(name):
+        builder = brief_browser
+    line: Any = None
+    if builder is not None:
+        try:
+            line = builder(name, args, output)
+        except Exception:  # a user's brief must not break the pipeline
+            line = None
+    if not isinstance(line, str) or not line.strip():
+        line = brief_generic(name, args, output)
+    return shorten(line, limit)

@@ -1,0 +1,111 @@
+"""The deterministic digest: what stands in for a summary when no model can write one.
+
+Built from the middle turns alone (the user's requests, a brief per tool call,
+the assistant's last words) and cut to the summary budget, it never contains an
+error message and is the same for the same input.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from langchain_context_pipeline._units import pipeline_kind
+from langchain_context_pipeline.briefs import ToolBrief, brief_for, shorten
+from langchain_context_pipeline.tokens import message_text
+
+__all__ = ["build_digest"]
+
+
+def _tool_lines(middle: Sequence[BaseMessage], briefs: Mapping[str, ToolBrief] | None) -> list[str]:
+    results: dict[str, ToolMessage] = {
+        m.tool_call_id: m for m in middle if isinstance(m, ToolMessage)
+    }
+    lines: list[str] = []
+    for message in middle:
+        if not isinstance(message, AIMessage):
+            continue
+        for call in message.tool_calls:
+            result = results.get(call.get("id") or "")
+            args: Any = call["args"]
+            if result is None:
+                lines.append(brief_for(call["name"], args, "", registry=briefs, limit=240))
+            elif pipeline_kind(result) == "brief":
+                lines.append(shorten(message_text(result), 240))
+            else:
+                text = message_text(result)
+                lines.append(brief_for(call["name"], args, text, registry=briefs, limit=240))
+    return lines
+
+
+def _fit(lines: list[str], room: int, keep: str) -> list[str]:
+    """Keep whole lines within ``room`` chars, preferring the ``keep`` end."""
+    chosen: list[str] = []
+    used = 0
+    ordered = lines if keep == "first" else list(reversed(lines))
+    for line in ordered:
+        if used + len(line) + 1 > room:
+            break
+        chosen.append(line)
+        used += len(line) + 1
+    omitted = len(lines) - len(chosen)
+    if keep != "first":
+        chosen.reverse()
+    if omitted:
+        note = f"({omitted} {'later' if keep == 'first' else 'earlier'} entries omitted)"
+        chosen = [*chosen, note] if keep == "first" else [note, *chosen]
+    return chosen
+
+
+def build_digest(
+    middle: Sequence[BaseMessage],
+    previous_summary: str | None,
+    max_chars: int,
+    *,
+    briefs: Mapping[str, ToolBrief] | None = None,
+) -> str:
+    """Return a mechanical digest of ``middle`` in at most ``max_chars`` chars.
+
+    Args:
+        middle: the messages the digest replaces.
+        previous_summary: the text of a prior summary these messages extend.
+        max_chars: the digest's size limit.
+        briefs: the user's brief builders, as given to the Pruner.
+    """
+    requests = [
+        "- " + shorten(message_text(m), 300)
+        for m in middle
+        if isinstance(m, HumanMessage) and not pipeline_kind(m) and message_text(m).strip()
+    ]
+    actions = ["- " + line for line in _tool_lines(middle, briefs)]
+    last_words = next(
+        (
+            shorten(message_text(m), 400)
+            for m in reversed(middle)
+            if isinstance(m, AIMessage) and message_text(m).strip()
+        ),
+        None,
+    )
+    header = f"{len(middle)} earlier messages, condensed mechanically (no model summary)."
+    sections: list[str] = [header]
+    room = max_chars - len(header) - 1
+    if previous_summary:
+        prior = shorten(previous_summary, max(room * 2 // 5, 0))
+        sections.append(f"Earlier summary: {prior}")
+        room -= len(sections[-1]) + 1
+    if requests:
+        kept = _fit(requests, max(room * 2 // 5, 0), keep="last")
+        sections += ["User requests:", *kept]
+        room -= sum(len(s) + 1 for s in kept) + 15
+    if last_words:
+        words = f"Last assistant note: {shorten(last_words, max(room // 4, 0))}"
+        room -= len(words) + 1
+    if actions:
+        kept = _fit(actions, max(room - 14, 0), keep="last")
+        sections += ["Tool calls:", *kept]
+    if last_words:
+        sections.append(words)
+    text = "\n".join(sections)
+    return text if len(text) <= max_chars else shorten(text, max_chars)

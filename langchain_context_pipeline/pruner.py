@@ -1,0 +1,186 @@
+"""The Pruner: free, mechanical trimming of old, bulky content.
+
+Outside the protected tail (the newest messages within ``tail_budget`` tokens):
+
+- a tool result longer than ``tool_output_limit`` chars becomes a one-line brief
+  built from the arguments of the call it answers;
+- each string inside a tool call's arguments is cut to ``tool_args_limit`` chars;
+- an assistant text longer than ``assistant_text_limit`` keeps its first
+  ``assistant_keep_head`` and last ``assistant_keep_tail`` chars, also when the
+  same message calls tools.
+
+System messages and human messages are never touched, and the caller's messages
+are never mutated: changed messages are copies that keep their ids and metadata.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.runnables import RunnableConfig
+
+from langchain_context_pipeline._runnable import MessagesRunnable
+from langchain_context_pipeline._trim import cut_middle, replace_text, with_cut_args
+from langchain_context_pipeline._units import METADATA_KEY, Meter, group_units, tail_start
+from langchain_context_pipeline.briefs import ToolBrief, brief_for
+from langchain_context_pipeline.tokens import IMAGE_TOKENS, count_images, message_text
+
+__all__ = ["PruneStats", "Pruner"]
+
+_MARKER_ROOM = 40
+
+
+@dataclass
+class PruneStats:
+    """What one pruning pass changed."""
+
+    briefed: int = 0
+    """Tool results replaced by a one-line brief."""
+    args_trimmed: int = 0
+    """AI messages whose tool-call arguments were cut."""
+    texts_trimmed: int = 0
+    """AI messages whose text was cut to its head and tail."""
+
+
+def _check_limit(name: str, value: int) -> None:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+        raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+
+
+class Pruner(MessagesRunnable):
+    """Trim old tool output, tool-call arguments and long assistant texts.
+
+    A Runnable over ``list[BaseMessage]`` (a ``PromptValue``, OpenAI-style dicts
+    and tuples are accepted too).
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
+        >>> call = {"name": "read_file", "args": {"path": "src/app.py"}, "id": "c1"}
+        >>> history = [
+        ...     HumanMessage("fix the bug"),
+        ...     AIMessage("", tool_calls=[call]),
+        ...     ToolMessage("x" * 45_210, tool_call_id="c1"),
+        ...     HumanMessage("thanks"),
+        ... ]
+        >>> Pruner(tail_budget=10).invoke(history)[2].content
+        '[read_file] src/app.py (45,210 chars)'
+    """
+
+    name: str = "Pruner"
+
+    def __init__(
+        self,
+        *,
+        tail_budget: int = 8000,
+        tool_output_limit: int = 500,
+        tool_args_limit: int = 200,
+        assistant_text_limit: int = 2000,
+        assistant_keep_head: int = 800,
+        assistant_keep_tail: int = 400,
+        briefs: Mapping[str, ToolBrief] | None = None,
+        token_counter: Any = None,
+    ) -> None:
+        """Configure the Pruner.
+
+        Args:
+            tail_budget: tokens of newest messages kept verbatim.
+            tool_output_limit: an older tool result longer than this (chars) is briefed.
+            tool_args_limit: each string in an older call's arguments is cut to this.
+            assistant_text_limit: an older assistant text longer than this is cut.
+            assistant_keep_head: chars kept from the start of a cut assistant text.
+            assistant_keep_tail: chars kept from the end of a cut assistant text.
+            briefs: ``{tool_name: fn(name, args, output) -> str}`` for your own tools.
+            token_counter: how to count tokens for ``tail_budget`` (default: estimate).
+
+        Raises:
+            ValueError: for a negative limit or keep sizes that do not fit the limit.
+        """
+        from langchain_context_pipeline.tokens import resolve_token_counter
+
+        for name, value in (
+            ("tail_budget", tail_budget),
+            ("tool_output_limit", tool_output_limit),
+            ("tool_args_limit", tool_args_limit),
+            ("assistant_text_limit", assistant_text_limit),
+            ("assistant_keep_head", assistant_keep_head),
+            ("assistant_keep_tail", assistant_keep_tail),
+        ):
+            _check_limit(name, value)
+        if assistant_keep_head + assistant_keep_tail + _MARKER_ROOM > assistant_text_limit:
+            raise ValueError(
+                "assistant_keep_head + assistant_keep_tail must leave room for the marker: "
+                f"{assistant_keep_head} + {assistant_keep_tail} + {_MARKER_ROOM} > "
+                f"assistant_text_limit={assistant_text_limit}"
+            )
+        if briefs is not None and not all(callable(f) for f in briefs.values()):
+            raise TypeError("briefs must map tool names to callables (name, args, output) -> str")
+        self.tail_budget = tail_budget
+        self.tool_output_limit = tool_output_limit
+        self.tool_args_limit = tool_args_limit
+        self.assistant_text_limit = assistant_text_limit
+        self.assistant_keep_head = assistant_keep_head
+        self.assistant_keep_tail = assistant_keep_tail
+        self.briefs = dict(briefs or {})
+        self.token_counter = resolve_token_counter(token_counter)
+
+    def _transform(self, messages: list[BaseMessage], config: RunnableConfig) -> list[BaseMessage]:
+        meter = Meter(self.token_counter)
+        units = group_units(messages)
+        return self.prune(messages, tail_start(messages, units, self.tail_budget, meter))[0]
+
+    def prune(
+        self, messages: Sequence[BaseMessage], stop: int
+    ) -> tuple[list[BaseMessage], PruneStats]:
+        """Prune ``messages[:stop]``; the rest is the protected tail.
+
+        Returns a new list (unchanged messages are the caller's own objects) and
+        what was changed.
+        """
+        stats = PruneStats()
+        calls: dict[str, tuple[str, Any]] = {}
+        out: list[BaseMessage] = []
+        for index, message in enumerate(messages):
+            if isinstance(message, AIMessage):
+                for call in message.tool_calls:
+                    if call.get("id"):
+                        calls[call["id"] or ""] = (call["name"], call["args"])
+            if index < stop:
+                message = self._prune_one(message, calls, stats)
+            out.append(message)
+        return out, stats
+
+    def _prune_one(
+        self, message: BaseMessage, calls: Mapping[str, tuple[str, Any]], stats: PruneStats
+    ) -> BaseMessage:
+        if isinstance(message, ToolMessage):
+            return self._brief(message, calls, stats)
+        if isinstance(message, AIMessage):
+            message, cut = with_cut_args(message, self.tool_args_limit)
+            stats.args_trimmed += cut
+            text = message_text(message)
+            if len(text) > self.assistant_text_limit:
+                short = cut_middle(text, self.assistant_keep_head, self.assistant_keep_tail)
+                message = message.model_copy(update={"content": replace_text(message, short)})
+                stats.texts_trimmed += 1
+        return message
+
+    def _brief(
+        self, message: ToolMessage, calls: Mapping[str, tuple[str, Any]], stats: PruneStats
+    ) -> BaseMessage:
+        text = message_text(message)
+        images = count_images(message)
+        size = len(text) + images * IMAGE_TOKENS * 4
+        if size <= self.tool_output_limit:
+            return message
+        name, args = calls.get(message.tool_call_id, (message.name or "tool", {}))
+        if not isinstance(args, Mapping):
+            args = {"args": args}
+        line = brief_for(name, args, text, registry=self.briefs, limit=self.tool_output_limit)
+        if images and len(line) + 12 <= self.tool_output_limit:
+            line += f" +{images} image(s)"
+        meta = {**message.response_metadata, METADATA_KEY: {"kind": "brief"}}
+        stats.briefed += 1
+        return message.model_copy(update={"content": line, "response_metadata": meta})

@@ -1,0 +1,230 @@
+"""Token counting: the default estimate, the `TokenCounter` contract and adapters.
+
+Every stage of the pipeline measures with one counter, so the budget it promises is
+the budget it checks. The default, :func:`estimate_tokens`, is the seed's heuristic:
+``ceil(chars / 4) + 4`` per message, 1600 tokens per image block, and tool calls
+counted by their JSON whether the message content is a string or a list of blocks.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Callable, Sequence
+from typing import Any, Literal, Protocol, runtime_checkable
+
+from langchain_core.messages import AIMessage, BaseMessage
+
+__all__ = [
+    "IMAGE_TOKENS",
+    "MESSAGE_OVERHEAD_TOKENS",
+    "TokenCounter",
+    "count_images",
+    "estimate_message_tokens",
+    "estimate_tokens",
+    "message_text",
+    "resolve_token_counter",
+    "tiktoken_counter",
+]
+
+IMAGE_TOKENS = 1600
+"""Tokens charged for one image block, whatever its size."""
+
+MESSAGE_OVERHEAD_TOKENS = 4
+"""Tokens charged per message for its role and framing."""
+
+_IMAGE_BLOCK_TYPES = frozenset({"image", "image_url", "input_image"})
+_TOOL_CALL_BLOCK_TYPES = frozenset({"tool_use", "tool_call", "function_call"})
+
+
+@runtime_checkable
+class TokenCounter(Protocol):
+    """Anything that counts the tokens of a list of messages."""
+
+    def __call__(self, messages: Sequence[BaseMessage], /) -> int:
+        """Return the token count of ``messages``."""
+        ...
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+
+
+def _tool_call_ids(message: BaseMessage) -> frozenset[str]:
+    if not isinstance(message, AIMessage):
+        return frozenset()
+    ids = {call.get("id") for call in message.tool_calls}
+    ids.update(call.get("id") for call in message.invalid_tool_calls)
+    return frozenset(i for i in ids if isinstance(i, str))
+
+
+def message_text(message: BaseMessage) -> str:
+    """Return the plain text of a message: its string content or its text blocks joined."""
+    content = message.content
+    if isinstance(content, str):
+        return content
+    parts: list[str] = []
+    for block in content:
+        if isinstance(block, str):
+            parts.append(block)
+        elif isinstance(block, dict) and block.get("type") == "text":
+            text = block.get("text")
+            if isinstance(text, str):
+                parts.append(text)
+    return "\n".join(parts)
+
+
+def _content_cost(message: BaseMessage) -> tuple[int, int]:
+    """Return (characters, image blocks) of a message's content."""
+    content = message.content
+    if isinstance(content, str):
+        return len(content), 0
+    chars = 0
+    images = 0
+    call_ids = _tool_call_ids(message)
+    for block in content:
+        if isinstance(block, str):
+            chars += len(block)
+            continue
+        if not isinstance(block, dict):
+            chars += len(str(block))
+            continue
+        kind = block.get("type")
+        if kind in _IMAGE_BLOCK_TYPES:
+            images += 1
+        elif kind == "text" and isinstance(block.get("text"), str):
+            chars += len(block["text"])
+        elif kind in _TOOL_CALL_BLOCK_TYPES and block.get("id") in call_ids:
+            # The same call is counted once, from `tool_calls` below.
+            continue
+        else:
+            chars += len(_dumps(block))
+    return chars, images
+
+
+def count_images(message: BaseMessage) -> int:
+    """Return how many image blocks a message's content holds."""
+    return _content_cost(message)[1]
+
+
+def estimate_message_tokens(message: BaseMessage) -> int:
+    """Estimate one message: ``ceil(chars / 4) + 4``, images 1600 each.
+
+    Characters are the content's text (non-text blocks by their JSON) plus, for an
+    AIMessage, each tool call's name and JSON arguments, whatever the content's shape.
+    """
+    chars, images = _content_cost(message)
+    if isinstance(message, AIMessage):
+        for call in message.tool_calls:
+            chars += len(call["name"]) + len(_dumps(call["args"]))
+            chars += len(call.get("id") or "")
+        for bad in message.invalid_tool_calls:
+            chars += len(bad.get("name") or "") + len(bad.get("args") or "")
+            chars += len(bad.get("id") or "")
+    return math.ceil(chars / 4) + MESSAGE_OVERHEAD_TOKENS + images * IMAGE_TOKENS
+
+
+def estimate_tokens(messages: Sequence[BaseMessage]) -> int:
+    """Estimate the tokens of ``messages`` with the pipeline's default heuristic.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> estimate_tokens([HumanMessage("12345678")])
+        6
+    """
+    return sum(estimate_message_tokens(m) for m in messages)
+
+
+def _approximate_counter() -> TokenCounter:
+    from langchain_core.messages.utils import count_tokens_approximately
+
+    def count(messages: Sequence[BaseMessage], /) -> int:
+        return count_tokens_approximately(messages)
+
+    return count
+
+
+def _model_counter(model: Any) -> TokenCounter:
+    def count(messages: Sequence[BaseMessage], /) -> int:
+        return int(model.get_num_tokens_from_messages(list(messages)))
+
+    return count
+
+
+def tiktoken_counter(encoding: str = "cl100k_base") -> TokenCounter:
+    """Count with a tiktoken encoding (needs the ``tiktoken`` extra).
+
+    Each message costs its text, its tool calls' JSON and 4 tokens of framing;
+    images cost 1600 each, as in the default estimate.
+    """
+    try:
+        import tiktoken
+    except ImportError as exc:  # pragma: no cover - depends on the environment
+        raise ImportError(
+            "tiktoken_counter needs tiktoken: pip install 'langchain-context-pipeline[tiktoken]'"
+        ) from exc
+    enc = tiktoken.get_encoding(encoding)
+
+    def count(messages: Sequence[BaseMessage], /) -> int:
+        total = 0
+        for message in messages:
+            text = message_text(message)
+            images = 0
+            if not isinstance(message.content, str):
+                images = sum(
+                    1
+                    for b in message.content
+                    if isinstance(b, dict) and b.get("type") in _IMAGE_BLOCK_TYPES
+                )
+            if isinstance(message, AIMessage) and message.tool_calls:
+                text += _dumps([[c["name"], c["args"]] for c in message.tool_calls])
+            total += len(enc.encode(text, disallowed_special=())) + MESSAGE_OVERHEAD_TOKENS
+            total += images * IMAGE_TOKENS
+        return total
+
+    return count
+
+
+TokenCounterLike = TokenCounter | Callable[[Sequence[BaseMessage]], int] | str | Any
+
+
+def resolve_token_counter(
+    counter: TokenCounterLike | None,
+) -> TokenCounter:
+    """Turn a counter specification into a :class:`TokenCounter`.
+
+    Args:
+        counter: ``None`` or ``"estimate"`` for :func:`estimate_tokens`;
+            ``"approximate"`` for langchain_core's ``count_tokens_approximately``;
+            ``"tiktoken"`` for :func:`tiktoken_counter`; a ``BaseChatModel`` (its
+            ``get_num_tokens_from_messages``); or any callable over a message list.
+
+    Raises:
+        TypeError: when ``counter`` is none of these.
+    """
+    if counter is None or counter == "estimate":
+        return estimate_tokens
+    if isinstance(counter, str):
+        named: dict[str, Callable[[], TokenCounter]] = {
+            "approximate": _approximate_counter,
+            "tiktoken": tiktoken_counter,
+        }
+        if counter not in named:
+            raise ValueError(
+                f"token_counter: unknown name {counter!r}; "
+                "expected 'estimate', 'approximate' or 'tiktoken'"
+            )
+        return named[counter]()
+    from langchain_core.language_models import BaseChatModel
+
+    if isinstance(counter, BaseChatModel):
+        return _model_counter(counter)
+    if callable(counter):
+        return counter
+    raise TypeError(
+        "token_counter must be None, 'estimate', 'approximate', 'tiktoken', a BaseChatModel "
+        f"or a callable over a list of messages, got {type(counter).__name__}"
+    )
+
+
+CounterName = Literal["estimate", "approximate", "tiktoken"]

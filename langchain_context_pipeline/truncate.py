@@ -1,0 +1,226 @@
+"""Hard truncation: the last resort that makes the token budget a guarantee.
+
+Keeps the head (the task), every system message, the last unit (the newest
+message is never dropped), prior pipeline summaries where they fit, then as many
+whole tail units as fit, and one note saying how many messages were removed. When
+what must be kept exceeds the budget by itself, the largest kept messages are cut
+in the middle with a visible marker, as many as needed, system messages last.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+
+from langchain_context_pipeline._trim import cut_middle, with_cut_args
+from langchain_context_pipeline._units import (
+    METADATA_KEY,
+    Meter,
+    coerce_messages,
+    group_units,
+    head_end,
+    is_system,
+    pipeline_kind,
+)
+from langchain_context_pipeline.tokens import message_text, resolve_token_counter
+
+__all__ = ["TruncateStats", "hard_truncate", "truncate"]
+
+logger = logging.getLogger("langchain_context_pipeline")
+
+_KEEP_BLOCKS = frozenset({"text", "tool_use", "tool_call"})
+
+
+@dataclass
+class TruncateStats:
+    """What one truncation pass did."""
+
+    dropped: int = 0
+    """Messages removed."""
+    cut: int = 0
+    """Kept messages cut in the middle to fit."""
+
+
+def removal_note(dropped: Sequence[BaseMessage]) -> HumanMessage:
+    """Return the note that stands where ``dropped`` messages were removed."""
+    key = hashlib.sha256()
+    for m in dropped:
+        key.update((m.id or message_text(m)[:200]).encode("utf-8", "surrogatepass"))
+    return HumanMessage(
+        content=f"[{len(dropped)} earlier messages were removed to fit the context window.]",
+        id=f"context-note-{key.hexdigest()[:20]}",
+        response_metadata={METADATA_KEY: {"kind": "note", "dropped": len(dropped)}},
+    )
+
+
+def _shrink(message: BaseMessage, excess: int, meter: Meter) -> BaseMessage:
+    """Cut ``message`` in the middle until it is ``excess`` tokens smaller, or minimal."""
+    target = meter.one(message) - excess
+    if isinstance(message, AIMessage) and (message.tool_calls or message.invalid_tool_calls):
+        message = with_cut_args(message, 64)[0]
+        if meter.one(message) <= target:
+            return message
+    text = message_text(message)
+    content: Any = message.content
+    if not isinstance(content, str):
+        blocks = [b for b in content if isinstance(b, dict) and b.get("type") in _KEEP_BLOCKS]
+        others = [b for b in blocks if b.get("type") != "text"]
+        content = others
+    keep = max(len(text) - excess * 4 - 64, 0)
+    while True:
+        cut = cut_middle(text, keep * 2 // 3, keep // 3)
+        if isinstance(content, str):
+            new_content: Any = cut
+        else:
+            new_content = [{"type": "text", "text": cut}, *content]
+        shrunk = message.model_copy(update={"content": new_content})
+        if keep == 0 or meter.one(shrunk) <= target:
+            return shrunk
+        keep //= 2
+
+
+@dataclass
+class _Plan:
+    keep: set[int]
+    shrunk: dict[int, BaseMessage]
+
+
+def _select(
+    messages: Sequence[BaseMessage],
+    units: list[tuple[int, int]],
+    head_count: int,
+    budget: int,
+    meter: Meter,
+) -> _Plan:
+    n = len(messages)
+    h = head_end(messages, units, head_count)
+    mandatory = [
+        u
+        for u in units
+        if u[1] <= h or u == units[-1] or any(is_system(messages[i]) for i in range(*u))
+    ]
+    keep: set[int] = {i for u in mandatory for i in range(*u)}
+    note_cost = meter.one(removal_note(messages[:0]).model_copy(update={"content": "x" * 72}))
+    used = sum(meter.one(messages[i]) for i in keep) + note_cost
+    optional = [u for u in units if u not in mandatory]
+    summaries = [
+        u for u in optional if any(pipeline_kind(messages[i]) == "summary" for i in range(*u))
+    ]
+    for u in summaries:
+        cost = meter.span(messages, *u)
+        if used + cost <= budget:
+            keep.update(range(*u))
+            used += cost
+    for u in reversed(optional):
+        if u in summaries:
+            continue
+        cost = meter.span(messages, *u)
+        if used + cost > budget:
+            break
+        keep.update(range(*u))
+        used += cost
+    shrunk: dict[int, BaseMessage] = {}
+    if used > budget:
+        # What must be kept does not fit: cut the largest kept messages, system last.
+        order = sorted(
+            (i for i in keep if i < n),
+            key=lambda i: (is_system(messages[i]), -meter.one(messages[i]), i),
+        )
+        for i in order:
+            excess = used - budget
+            if excess <= 0:
+                break
+            before = meter.one(messages[i])
+            shrunk[i] = _shrink(messages[i], excess, meter)
+            used -= before - meter.one(shrunk[i])
+    return _Plan(keep, shrunk)
+
+
+def _assemble(messages: Sequence[BaseMessage], plan: _Plan) -> list[BaseMessage]:
+    dropped = [m for i, m in enumerate(messages) if i not in plan.keep]
+    out: list[BaseMessage] = []
+    noted = not dropped
+    for i, message in enumerate(messages):
+        if i not in plan.keep:
+            if not noted:
+                out.append(removal_note(dropped))
+                noted = True
+            continue
+        out.append(plan.shrunk.get(i, message))
+    return out
+
+
+def truncate(
+    messages: Sequence[BaseMessage], threshold: int, head_count: int, meter: Meter
+) -> tuple[list[BaseMessage], TruncateStats]:
+    """Cut ``messages`` to at most ``threshold`` tokens by ``meter``'s counter.
+
+    Returns the new list (the input list itself when it already fits) and what
+    was dropped or cut.
+    """
+    total = meter.total(messages)
+    if total <= threshold:
+        return list(messages), TruncateStats()
+    units = group_units(messages)
+    # A counter that is not a plain sum (framing per request) is met by shrinking
+    # the budget by its overhead, and again by whatever the check still finds.
+    overhead = max(total - sum(meter.one(m) for m in messages), 0)
+    budget = threshold - overhead
+    out: list[BaseMessage] = list(messages)
+    plan = _Plan(set(range(len(messages))), {})
+    for _ in range(8):
+        plan = _select(messages, units, head_count, budget, meter)
+        out = _assemble(messages, plan)
+        excess = meter.total(out) - threshold
+        if excess <= 0:
+            break
+        budget -= excess
+    else:
+        logger.error(
+            "hard truncation could not reach %d tokens: what must be kept is too large", threshold
+        )
+    stats = TruncateStats(
+        dropped=len(messages) - len(plan.keep),
+        cut=len(plan.shrunk),
+    )
+    return out, stats
+
+
+def hard_truncate(
+    messages: Sequence[BaseMessage] | Any,
+    *,
+    threshold: int,
+    head_count: int = 2,
+    token_counter: Any = None,
+) -> list[BaseMessage]:
+    """Drop middle units (and cut oversize kept messages) to fit ``threshold`` tokens.
+
+    Args:
+        messages: the conversation (messages, OpenAI-style dicts or a PromptValue).
+        threshold: the budget, in tokens of ``token_counter``.
+        head_count: the first N messages, kept (the task).
+        token_counter: how tokens are counted (default: the estimate).
+
+    Returns:
+        The input list itself when it fits, else a new list within ``threshold``.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage, SystemMessage
+        >>> history = [SystemMessage("be brief"), HumanMessage("task")]
+        >>> history += [HumanMessage("x" * 400) for _ in range(10)]
+        >>> out = hard_truncate(history, threshold=300)
+        >>> out[2].content
+        '[8 earlier messages were removed to fit the context window.]'
+    """
+    if not isinstance(threshold, int) or isinstance(threshold, bool) or threshold < 1:
+        raise ValueError(f"threshold must be a positive int, got {threshold!r}")
+    items = coerce_messages(messages)
+    meter = Meter(resolve_token_counter(token_counter))
+    if meter.total(items) <= threshold:
+        return items
+    return truncate(items, threshold, head_count, meter)[0]
