@@ -236,10 +236,10 @@ class Condenser(MessagesRunnable):
                 build_prompt(body, previous, budget, self.instructions), budget
             )
             text, failure = _reply_text(reply)
+            if text is not None and meter.one(HumanMessage(text)) >= replaced_tokens:
+                text, failure = None, "the summary is not smaller than what it replaces"
             if text is not None:
                 summary = self._summary_message(text, replaced, budget, meter, "model")
-                if meter.one(summary) >= replaced_tokens:
-                    text, failure = None, "the summary is not smaller than what it replaces"
             if text is None:
                 stats.summariser_failures += 1
                 stats.failure = failure

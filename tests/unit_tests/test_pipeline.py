@@ -1,0 +1,236 @@
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from fakes import EchoSummariser, FailingModel
+from invariants import assert_pairs_kept, snapshot
+from langchain_core.language_models import FakeMessagesListChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
+
+from langchain_context_pipeline import (
+    CONDENSED_TAG,
+    ContextPipeline,
+    RunningSummary,
+    estimate_tokens,
+    is_pipeline_summary,
+)
+
+
+def agent_history(steps: int = 40, output: int = 6000, text: int = 300) -> list[BaseMessage]:
+    messages: list[BaseMessage] = [
+        SystemMessage("You are a coding agent.", id="sys"),
+        HumanMessage("Fix issue #42", id="task"),
+    ]
+    for i in range(steps):
+        call = {
+            "name": "bash",
+            "args": {"command": f"pytest -k case{i}"},
+            "id": f"c{i}",
+            "type": "tool_call",
+        }
+        messages.append(AIMessage(f"step {i}: " + "r" * text, tool_calls=[call], id=f"a{i}"))
+        messages.append(ToolMessage(f"case{i} " + "o" * output, tool_call_id=f"c{i}", id=f"t{i}"))
+    return messages
+
+
+def test_unchanged_under_budget_returns_the_input_list_itself() -> None:
+    messages = agent_history(steps=2)
+    result = ContextPipeline(threshold=32_000).compress(messages)
+    assert result.messages is messages
+    assert result.report.stages == [] and result.report.tokens_after == estimate_tokens(messages)
+    assert ContextPipeline().invoke(messages) is messages
+
+
+def test_empty_list() -> None:
+    assert ContextPipeline().invoke([]) == []
+
+
+def test_prune_alone_can_be_enough() -> None:
+    messages = agent_history()
+    result = ContextPipeline(threshold=16_000, tail_budget=4000).compress(messages)
+    report = result.report
+    assert report.stages == ["prune"]
+    assert report.tokens_before > 16_000 >= report.tokens_after == report.tokens_after_prune
+    assert report.briefed > 30
+    assert result.messages[3].content.startswith('[bash] "pytest -k case0" -> 1 lines output')
+
+
+def test_condense_when_over_after_pruning() -> None:
+    messages = agent_history(steps=60, text=1900)
+    model = EchoSummariser()
+    result = ContextPipeline(threshold=16_000, tail_budget=4000, model=model).compress(messages)
+    report = result.report
+    assert report.stages == ["prune", "condense"]
+    assert report.summariser_calls == 1 and report.summary_source == "model"
+    assert report.tokens_after <= 16_000
+    assert report.condensed > 0
+    assert sum(is_pipeline_summary(m) for m in result.messages) == 1
+    assert result.running_summary is not None
+    assert result.running_summary.through == result.messages[
+        3
+    ].id or result.running_summary.through.startswith("t")
+    assert_pairs_kept(messages, result.messages)
+
+
+def test_hard_truncate_without_a_model() -> None:
+    messages = agent_history(steps=60, text=1900)
+    result = ContextPipeline(threshold=16_000, tail_budget=4000).compress(messages)
+    assert result.report.stages == ["prune", "truncate"]
+    assert result.report.dropped > 0
+    assert estimate_tokens(result.messages) <= 16_000
+    assert "earlier messages were removed" in str(result.messages[2].content)
+
+
+def test_fallback_on_a_throwing_model_keeps_the_budget_and_counts_it() -> None:
+    messages = agent_history(steps=60, text=1900)
+    result = ContextPipeline(threshold=16_000, tail_budget=4000, model=FailingModel()).compress(
+        messages
+    )
+    assert result.report.summariser_failures == 1 and result.report.summary_source == "digest"
+    assert estimate_tokens(result.messages) <= 16_000
+    assert not any("rate limited" in str(m.content) for m in result.messages)
+
+
+def test_report_as_dict_is_json_ready() -> None:
+    import json
+
+    result = ContextPipeline(threshold=8000, tail_budget=2000, model="digest").compress(
+        agent_history()
+    )
+    data = result.report.as_dict()
+    assert json.loads(json.dumps(data)) == data
+    assert set(data) >= {
+        "tokens_before",
+        "tokens_after_prune",
+        "tokens_after_condense",
+        "stages",
+        "briefed",
+        "dropped",
+        "summariser_calls",
+        "summariser_failures",
+    }
+
+
+def test_running_summary_is_reused_without_calling_the_model_again() -> None:
+    model = EchoSummariser()
+    pipeline = ContextPipeline(threshold=16_000, tail_budget=4000, model=model)
+    history = agent_history(steps=60, text=1900)
+    first = pipeline.compress(history)
+    assert len(model.calls) == 1 and first.running_summary is not None
+    stored = RunningSummary.from_dict(first.running_summary.to_dict())
+    history.append(HumanMessage("one more thing", id="more"))
+    second = pipeline.compress(history, running_summary=stored)
+    assert len(model.calls) == 1
+    assert second.report.summary_reused
+    assert second.messages[2].content == first.running_summary.message.content
+    assert second.messages[-1].id == "more"
+    assert estimate_tokens(second.messages) <= 16_000
+
+
+def test_running_summary_that_does_not_match_is_ignored() -> None:
+    history = agent_history(steps=2)
+    stale = RunningSummary(HumanMessage(CONDENSED_TAG + "\nold"), through="not-here")
+    result = ContextPipeline().compress(history, running_summary=stale)
+    assert result.messages is history and not result.report.summary_reused
+
+
+def test_running_summary_from_dict_rejects_garbage() -> None:
+    with pytest.raises(ValueError, match="not a running summary"):
+        RunningSummary.from_dict({"text": "x"})
+
+
+def test_accepts_prompt_value_dicts_and_tuples() -> None:
+    prompt = ChatPromptTemplate.from_messages([("system", "s"), MessagesPlaceholder("history")])
+    value = prompt.invoke({"history": [("human", "hi"), ("ai", "hello")]})
+    assert [m.type for m in ContextPipeline().invoke(value)] == ["system", "human", "ai"]
+    out = ContextPipeline().invoke([{"role": "user", "content": "hi"}, ("ai", "yo"), "plain"])
+    assert [m.type for m in out] == ["human", "ai", "human"]
+
+
+@pytest.mark.parametrize(
+    ("value", "match"),
+    [
+        ([HumanMessage("a"), 3.5], r"messages\[1\] is float"),
+        ([HumanMessage("a"), HumanMessage("b"), None], r"messages\[2\] is NoneType"),
+        ([{"role": "wizard", "content": "x"}], r"messages\[0\] cannot be read"),
+        (HumanMessage("single"), "expected a list of messages"),
+        (42, "expected a list of messages"),
+    ],
+)
+def test_bad_input_names_the_item(value: Any, match: str) -> None:
+    with pytest.raises(TypeError, match=match):
+        ContextPipeline().invoke(value)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "match"),
+    [
+        ({"threshold": 1000, "tail_budget": 1000}, "tail_budget"),
+        ({"threshold": 0}, "threshold"),
+        ({"head_count": -1}, "head_count"),
+        ({"tool_output_limit": -1}, "tool_output_limit"),
+        ({"model": "gpt-4o"}, "digest"),
+    ],
+)
+def test_inconsistent_settings_raise(kwargs: dict[str, Any], match: str) -> None:
+    with pytest.raises(ValueError, match=match):
+        ContextPipeline(**kwargs)
+
+
+def test_lcel_chain_prompt_pipeline_model() -> None:
+    prompt = ChatPromptTemplate.from_messages(
+        [("system", "You are terse."), MessagesPlaceholder("history")]
+    )
+    model = FakeMessagesListChatModel(responses=[AIMessage("done")])
+    seen: list[list[BaseMessage]] = []
+
+    def spy(messages: list[BaseMessage]) -> list[BaseMessage]:
+        seen.append(messages)
+        return messages
+
+    chain = prompt | ContextPipeline(threshold=8000, tail_budget=2000, model="digest") | spy | model
+    answer = chain.invoke({"history": agent_history()[1:]})
+    assert answer.content == "done"
+    assert estimate_tokens(seen[0]) <= 8000
+
+
+def test_batch_and_abatch() -> None:
+    pipeline = ContextPipeline(threshold=8000, tail_budget=2000)
+    histories = [agent_history(steps=n) for n in (1, 10, 30)]
+    outs = pipeline.batch(histories)
+    assert outs[0] is not None and len(outs) == 3
+    assert all(estimate_tokens(o) <= 8000 for o in outs)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_sync_and_async_compress_agree_except_for_the_model_call(mode: str) -> None:
+    model = EchoSummariser()
+    pipeline = ContextPipeline(threshold=16_000, tail_budget=4000, model=model)
+    history = agent_history(steps=60, text=1900)
+    result = pipeline.compress(history) if mode == "sync" else await pipeline.acompress(history)
+    summary = next(m for m in result.messages if is_pipeline_summary(m))
+    assert str(summary.content).startswith(f"{CONDENSED_TAG}\n{mode}: ")
+    other = ContextPipeline(threshold=16_000, tail_budget=4000, model=EchoSummariser())
+    twin = await other.acompress(history) if mode == "sync" else other.compress(history)
+    strip = [str(m.content).replace("async: ", "").replace("sync: ", "") for m in result.messages]
+    assert strip == [
+        str(m.content).replace("async: ", "").replace("sync: ", "") for m in twin.messages
+    ]
+
+
+def test_input_not_mutated_across_all_stages() -> None:
+    history = agent_history(steps=60, text=3000)
+    before = snapshot(history)
+    ContextPipeline(threshold=8000, tail_budget=2000, model=EchoSummariser()).compress(history)
+    assert snapshot(history) == before
+
+
+def test_custom_token_counter_is_used_for_the_budget() -> None:
+    def words(messages: list[BaseMessage]) -> int:
+        return sum(len(str(m.content).split()) + 3 for m in messages)
+
+    history = [HumanMessage("task")] + [HumanMessage("w " * 300) for _ in range(20)]
+    out = ContextPipeline(threshold=1000, tail_budget=200, token_counter=words).invoke(history)
+    assert words(out) <= 1000

@@ -1,0 +1,235 @@
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pytest
+from invariants import snapshot
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+
+from langchain_context_pipeline import Pruner
+
+
+def read_call(cid: str = "c1", path: str = "src/app.py") -> dict[str, Any]:
+    return {"name": "read_file", "args": {"path": path}, "id": cid, "type": "tool_call"}
+
+
+def history_with_old_read(size: int = 45_210) -> list[BaseMessage]:
+    return [
+        SystemMessage("You are a coding agent."),
+        HumanMessage("fix the bug"),
+        AIMessage("", tool_calls=[read_call()], id="a1"),
+        ToolMessage("x" * size, tool_call_id="c1", name="read_file", id="t1"),
+        HumanMessage("recent " * 50),
+    ]
+
+
+def test_old_long_tool_result_becomes_a_brief_from_its_call_args() -> None:
+    out = Pruner(tail_budget=100).invoke(history_with_old_read())
+    assert out[3].content == "[read_file] src/app.py (45,210 chars)"
+
+
+def test_short_tool_result_is_kept() -> None:
+    messages = history_with_old_read(size=500)
+    out = Pruner(tail_budget=100).invoke(messages)
+    assert out[3] is messages[3]
+
+
+def test_tail_is_protected() -> None:
+    messages = history_with_old_read()
+    out = Pruner(tail_budget=100_000).invoke(messages)
+    assert [m.content for m in out] == [m.content for m in messages]
+
+
+def test_empty_input_gives_empty_output() -> None:
+    assert Pruner().invoke([]) == []
+
+
+def test_tool_args_are_cut_recursively() -> None:
+    args = {
+        "path": "a.py",
+        "content": "c" * 5000,
+        "edits": [{"old": "o" * 300, "new": "n" * 10}],
+        "n": 3,
+    }
+    call = {"name": "write_file", "args": args, "id": "w1", "type": "tool_call"}
+    messages = [
+        HumanMessage("task"),
+        AIMessage("", tool_calls=[call]),
+        ToolMessage("ok", tool_call_id="w1"),
+        HumanMessage("next"),
+    ]
+    out = Pruner(tail_budget=5).invoke(messages)
+    new_args = out[1].tool_calls[0]["args"]
+    assert len(new_args["content"]) <= 200
+    assert new_args["content"].startswith("c" * 150)
+    assert "chars]" in new_args["content"]
+    assert len(new_args["edits"][0]["old"]) <= 200
+    assert new_args["edits"][0]["new"] == "n" * 10
+    assert new_args["n"] == 3 and new_args["path"] == "a.py"
+
+
+def test_raw_openai_tool_calls_and_tool_use_blocks_get_the_same_cut() -> None:
+    args = {"content": "c" * 1000}
+    call = {"name": "write_file", "args": args, "id": "w1", "type": "tool_call"}
+    raw = [
+        {
+            "id": "w1",
+            "type": "function",
+            "function": {"name": "write_file", "arguments": '{"content": "' + "c" * 1000 + '"}'},
+        }
+    ]
+    blocks = [
+        {"type": "text", "text": "writing"},
+        {"type": "tool_use", "id": "w1", "name": "write_file", "input": args},
+    ]
+    message = AIMessage(
+        blocks, tool_calls=[call], additional_kwargs={"tool_calls": raw, "other": 1}
+    )
+    out = Pruner(tail_budget=0).invoke(
+        [HumanMessage("t"), message, ToolMessage("ok", tool_call_id="w1"), HumanMessage("n")]
+    )[1]
+    assert len(out.additional_kwargs["tool_calls"][0]["function"]["arguments"]) < 300
+    assert out.additional_kwargs["other"] == 1
+    assert len(out.content[1]["input"]["content"]) <= 200
+
+
+def test_malformed_tool_call_args_do_not_crash() -> None:
+    bad = AIMessage(
+        "",
+        invalid_tool_calls=[
+            {"name": "bash", "args": "{not json " + "z" * 900, "id": "b1", "error": "bad json"}
+        ],
+    )
+    out = Pruner(tail_budget=0).invoke(
+        [HumanMessage("t"), bad, ToolMessage("y" * 900, tool_call_id="b1"), HumanMessage("n")]
+    )
+    assert len(out[1].invalid_tool_calls[0]["args"]) <= 200
+    assert out[2].content.startswith("[")  # briefed although its call's args were unusable
+
+
+def test_long_assistant_text_keeps_head_and_tail_even_with_tool_calls() -> None:
+    text = "H" * 800 + "M" * 3000 + "T" * 400
+    message = AIMessage(
+        text, tool_calls=[{"name": "bash", "args": {"command": "x" * 500}, "id": "b1"}]
+    )
+    out = Pruner(tail_budget=0).invoke(
+        [HumanMessage("t"), message, ToolMessage("ok", tool_call_id="b1"), HumanMessage("n")]
+    )[1]
+    assert out.content.startswith("H" * 800)
+    assert out.content.endswith("T" * 400)
+    assert "M" * 10 not in out.content
+    assert "3,000 chars trimmed" in out.content
+    assert len(out.tool_calls[0]["args"]["command"]) <= 200
+
+
+def test_assistant_block_text_is_trimmed_and_other_blocks_kept() -> None:
+    blocks = [
+        {"type": "reasoning", "reasoning": "r"},
+        {"type": "text", "text": "a" * 3000},
+        {"type": "text", "text": "b" * 100},
+    ]
+    out = Pruner(tail_budget=0).invoke([HumanMessage("t"), AIMessage(blocks), HumanMessage("n")])[1]
+    assert out.content[0] == {"type": "reasoning", "reasoning": "r"}
+    assert out.content[1]["text"].endswith("b" * 100)
+    assert len(out.content) == 2
+
+
+def test_system_and_human_messages_are_never_touched() -> None:
+    messages = [
+        SystemMessage("s" * 5000),
+        HumanMessage("h" * 5000),
+        SystemMessage("z" * 5000),
+        HumanMessage("n"),
+    ]
+    out = Pruner(tail_budget=0).invoke(messages)
+    assert all(a is b for a, b in zip(out, messages, strict=True))
+
+
+def test_input_is_not_mutated_and_metadata_is_kept() -> None:
+    tool = ToolMessage(
+        "x" * 2000,
+        tool_call_id="c1",
+        name="read_file",
+        id="t1",
+        additional_kwargs={"k": 1},
+        response_metadata={"r": 2},
+        artifact={"raw": True},
+    )
+    messages = [
+        HumanMessage("t"),
+        AIMessage("", tool_calls=[read_call()], id="a1"),
+        tool,
+        HumanMessage("n"),
+    ]
+    before = snapshot(messages)
+    out = Pruner(tail_budget=0).invoke(messages)
+    assert snapshot(messages) == before
+    new = out[2]
+    assert isinstance(new, ToolMessage)
+    assert (new.id, new.name, new.tool_call_id, new.artifact) == (
+        "t1",
+        "read_file",
+        "c1",
+        {"raw": True},
+    )
+    assert new.additional_kwargs == {"k": 1}
+    assert new.response_metadata["r"] == 2
+
+
+def test_tool_result_with_image_is_briefed() -> None:
+    content = [
+        {"type": "text", "text": "screenshot"},
+        {"type": "image_url", "image_url": {"url": "data:,"}},
+    ]
+    call = {"name": "browser_screenshot", "args": {"url": "https://a.b"}, "id": "s1"}
+    out = Pruner(tail_budget=0).invoke(
+        [
+            HumanMessage("t"),
+            AIMessage("", tool_calls=[call]),
+            ToolMessage(content, tool_call_id="s1"),
+            HumanMessage("n"),
+        ]
+    )
+    assert out[2].content == "[browser_screenshot] https://a.b (10 chars) +1 image(s)"
+
+
+def test_custom_brief_registry() -> None:
+    def brief(name: str, args: Mapping[str, Any], output: str) -> str:
+        return f"[{name}] {args['path']} (custom)"
+
+    out = Pruner(tail_budget=0, briefs={"read_file": brief}).invoke(history_with_old_read())
+    assert out[3].content == "[read_file] src/app.py (custom)"
+
+
+def test_pruning_twice_changes_nothing() -> None:
+    pruner = Pruner(tail_budget=0)
+    once = pruner.invoke(history_with_old_read())
+    assert snapshot(pruner.invoke(once)) == snapshot(once)
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"tool_output_limit": -1}, "tool_output_limit"),
+        ({"tool_args_limit": -5}, "tool_args_limit"),
+        ({"tail_budget": -1}, "tail_budget"),
+        ({"assistant_text_limit": 1000}, "must leave room"),
+    ],
+)
+def test_bad_settings_raise(kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValueError, match=message):
+        Pruner(**kwargs)
+
+
+def test_non_message_item_names_its_index() -> None:
+    with pytest.raises(TypeError, match=r"messages\[1\] is int"):
+        Pruner().invoke([HumanMessage("a"), 7])
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_sync_and_async_agree(mode: str) -> None:
+    pruner = Pruner(tail_budget=0)
+    messages = history_with_old_read()
+    out = pruner.invoke(messages) if mode == "sync" else await pruner.ainvoke(messages)
+    assert out[3].content == "[read_file] src/app.py (45,210 chars)"

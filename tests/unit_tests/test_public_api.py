@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+import langchain_context_pipeline as package
+
+EXPECTED = {
+    "BUILTIN_BRIEFS",
+    "CONDENSED_TAG",
+    "DIGEST",
+    "CompressionReport",
+    "CompressionResult",
+    "CondenseStats",
+    "Condenser",
+    "ContextPipeline",
+    "PruneStats",
+    "Pruner",
+    "RunningSummary",
+    "TokenCounter",
+    "ToolBrief",
+    "brief_for",
+    "estimate_tokens",
+    "hard_truncate",
+    "is_pipeline_summary",
+    "resolve_token_counter",
+    "tiktoken_counter",
+}
+
+
+def test_all_is_the_public_api() -> None:
+    assert set(package.__all__) >= EXPECTED
+    for name in package.__all__:
+        assert hasattr(package, name), name
+
+
+def test_condensed_tag_text() -> None:
+    assert package.CONDENSED_TAG == "[CONTEXT CONDENSED — REFERENCE ONLY]"

@@ -1,0 +1,111 @@
+from __future__ import annotations
+
+import pytest
+from invariants import assert_pairs_kept, snapshot
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+
+from langchain_context_pipeline import estimate_tokens, hard_truncate
+
+
+def long_history(n: int = 30, size: int = 2000) -> list[BaseMessage]:
+    messages: list[BaseMessage] = [SystemMessage("sys", id="s"), HumanMessage("the task", id="h")]
+    for i in range(n):
+        messages.append(HumanMessage(f"q{i} " + "x" * size, id=f"q{i}"))
+        messages.append(AIMessage(f"a{i} " + "y" * size, id=f"a{i}"))
+    return messages
+
+
+def test_under_threshold_returns_the_same_list() -> None:
+    messages = long_history(2, 10)
+    assert hard_truncate(messages, threshold=10_000) is messages
+
+
+def test_keeps_head_tail_and_a_note() -> None:
+    messages = long_history()
+    out = hard_truncate(messages, threshold=5000)
+    assert estimate_tokens(out) <= 5000
+    assert out[:2] == messages[:2]
+    assert out[2].content.startswith("[") and "earlier messages were removed" in out[2].content
+    dropped = len(messages) - (len(out) - 1)
+    assert out[2].content == f"[{dropped} earlier messages were removed to fit the context window.]"
+    assert out[3:] == messages[-(len(out) - 3) :]
+
+
+def test_last_message_is_never_dropped_even_when_huge() -> None:
+    messages = [*long_history(3), HumanMessage("z" * 400_000, id="huge")]
+    out = hard_truncate(messages, threshold=3000)
+    assert estimate_tokens(out) <= 3000
+    assert out[-1].id == "huge"
+    assert "chars trimmed" in out[-1].content
+    assert out[-1].content.startswith("zzz") and out[-1].content.endswith("zzz")
+
+
+def test_system_messages_are_cut_last_and_never_dropped() -> None:
+    messages: list[BaseMessage] = [
+        SystemMessage("S" * 40_000, id="s"),
+        HumanMessage("task " * 4000, id="h"),
+    ]
+    messages += [SystemMessage("policy", id="s2"), HumanMessage("last " * 3000, id="l")]
+    out = hard_truncate(messages, threshold=11_000)
+    assert estimate_tokens(out) <= 11_000
+    ids = [m.id for m in out]
+    assert ids[:2] == ["s", "h"] and "s2" in ids and ids[-1] == "l"
+    # The system prompt alone fits (10,004 tokens), so the other kept messages are cut first.
+    assert out[0].content == "S" * 40_000
+
+
+def test_parallel_tool_calls_stay_whole() -> None:
+    calls = [
+        {"name": "read_file", "args": {"path": f"f{i}"}, "id": f"p{i}", "type": "tool_call"}
+        for i in range(3)
+    ]
+    messages: list[BaseMessage] = [SystemMessage("s"), HumanMessage("task")]
+    for round_ in range(6):
+        round_calls = [{**c, "id": f"{c['id']}-{round_}"} for c in calls]
+        messages.append(AIMessage("", tool_calls=round_calls))
+        messages += [ToolMessage("r" * 3000, tool_call_id=c["id"]) for c in round_calls]
+    for threshold in range(600, 6000, 250):
+        out = hard_truncate(messages, threshold=threshold)
+        assert estimate_tokens(out) <= threshold
+        assert_pairs_kept(messages, out)
+
+
+def test_existing_orphans_are_tolerated() -> None:
+    messages: list[BaseMessage] = [
+        HumanMessage("task"),
+        ToolMessage("orphan " * 500, tool_call_id="gone"),
+    ]
+    messages += long_history(5)[2:]
+    out = hard_truncate(messages, threshold=2000)
+    assert estimate_tokens(out) <= 2000
+
+
+def test_input_not_mutated_and_output_deterministic() -> None:
+    messages = long_history()
+    before = snapshot(messages)
+    first = hard_truncate(messages, threshold=4000)
+    assert snapshot(messages) == before
+    assert snapshot(hard_truncate(messages, threshold=4000)) == snapshot(first)
+
+
+def test_non_additive_counter_is_still_met() -> None:
+    def framed(messages: list[BaseMessage]) -> int:
+        return estimate_tokens(messages) + 200  # a fixed per-request overhead
+
+    out = hard_truncate(long_history(), threshold=3000, token_counter=framed)
+    assert framed(out) <= 3000
+
+
+def test_bad_threshold() -> None:
+    with pytest.raises(ValueError, match="threshold"):
+        hard_truncate([], threshold=0)
+
+
+def test_accepts_openai_dicts() -> None:
+    dicts = [
+        {"role": "user", "content": "x" * 4000},
+        {"role": "assistant", "content": "y" * 4000},
+        {"role": "user", "content": "ok"},
+    ]
+    out = hard_truncate(dicts, threshold=1100, head_count=1)
+    assert [m.type for m in out] == ["human", "human", "human"]
