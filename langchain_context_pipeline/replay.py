@@ -1,0 +1,90 @@
+"""Replay a saved transcript turn by turn, as an agent would have sent it.
+
+Before each assistant message, the history so far is what the agent sent to its
+model. :func:`replay` runs the pipeline on each such request, carrying the
+running summary from turn to turn as the LangGraph hook does, and records the
+tokens sent with and without the pipeline.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from langchain_core.messages import AIMessage, BaseMessage
+
+from langchain_context_pipeline.pipeline import ContextPipeline, RunningSummary
+
+__all__ = ["ReplayResult", "Turn", "replay"]
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One model call of the replayed run."""
+
+    index: int
+    """Position of the assistant message this request produced."""
+    tokens_without: int
+    """Tokens the request had with no management."""
+    tokens_with: int
+    """Tokens the pipeline sent."""
+    stages: tuple[str, ...]
+    """The pipeline stages that ran for this request."""
+    summariser_calls: int
+    """Summariser calls made for this request."""
+
+
+@dataclass
+class ReplayResult:
+    """Every turn of a replay, with totals."""
+
+    turns: list[Turn] = field(default_factory=list)
+    """The model calls, in order."""
+
+    @property
+    def tokens_without(self) -> int:
+        """Tokens sent over the session with no management."""
+        return sum(t.tokens_without for t in self.turns)
+
+    @property
+    def tokens_with(self) -> int:
+        """Tokens sent over the session with the pipeline."""
+        return sum(t.tokens_with for t in self.turns)
+
+    @property
+    def summariser_calls(self) -> int:
+        """Summariser calls over the session."""
+        return sum(t.summariser_calls for t in self.turns)
+
+
+def replay(messages: Sequence[BaseMessage], pipeline: ContextPipeline) -> ReplayResult:
+    """Replay ``messages`` turn by turn through ``pipeline``.
+
+    Messages without an id get a stable one (``m<index>``), as a checkpointer
+    would give them, so the running summary can say which turns it covers.
+
+    Example:
+        >>> from langchain_core.messages import AIMessage, HumanMessage
+        >>> run = [HumanMessage("hi"), AIMessage("hello"), HumanMessage("bye"), AIMessage("ok")]
+        >>> [t.tokens_without for t in replay(run, ContextPipeline()).turns]
+        [5, 12]
+    """
+    history = [m if m.id else m.model_copy(update={"id": f"m{i}"}) for i, m in enumerate(messages)]
+    result = ReplayResult()
+    running: RunningSummary | None = None
+    for index, message in enumerate(history):
+        if not isinstance(message, AIMessage) or index == 0:
+            continue
+        compressed = pipeline.compress(history[:index], running_summary=running)
+        running = compressed.running_summary
+        report = compressed.report
+        result.turns.append(
+            Turn(
+                index=index,
+                tokens_without=report.tokens_before,
+                tokens_with=report.tokens_after,
+                stages=tuple(report.stages),
+                summariser_calls=report.summariser_calls,
+            )
+        )
+    return result
