@@ -19,6 +19,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
+from langchain_context_pipeline._breaker import CircuitBreaker
 from langchain_context_pipeline._model_call import (
     Plan,
     Reply,
@@ -77,6 +78,10 @@ class CondenseStats:
     """``"model"`` or ``"digest"``: who wrote the summary, if one was written."""
     failure: str | None = None
     """Why the last summariser call was rejected, if it was."""
+    summariser_skipped: int = 0
+    """Summaries the digest wrote because the circuit breaker was open."""
+    breaker_opened: bool = False
+    """Whether this pass's failure opened the circuit breaker."""
 
 
 def _reply_text(reply: Reply) -> tuple[str | None, str | None]:
@@ -132,6 +137,8 @@ class Condenser(MessagesRunnable):
         token_counter: Any = None,
         briefs: Mapping[str, ToolBrief] | None = None,
         summary_timeout: float | None = 60.0,
+        failure_limit: int = 3,
+        cooldown_calls: int = 10,
     ) -> None:
         """Configure the Condenser.
 
@@ -148,6 +155,9 @@ class Condenser(MessagesRunnable):
             token_counter: how tokens are counted (default: the estimate).
             briefs: brief builders for your tools, used by the digest.
             summary_timeout: seconds to wait for the summariser (``None``: forever).
+            failure_limit: after this many failed summaries in a row, the summariser
+                is not called for ``cooldown_calls`` condensations (0: never stop).
+            cooldown_calls: condensations served by the digest while the breaker is open.
 
         Raises:
             ValueError: for inconsistent sizes or a prompt that cannot be formatted.
@@ -165,6 +175,8 @@ class Condenser(MessagesRunnable):
             ("tail_budget", tail_budget),
             ("min_summary_tokens", min_summary_tokens),
             ("max_summary_tokens", max_summary_tokens),
+            ("failure_limit", failure_limit),
+            ("cooldown_calls", cooldown_calls),
         ):
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise ValueError(f"{name} must be a non-negative int, got {value!r}")
@@ -194,6 +206,7 @@ class Condenser(MessagesRunnable):
         self.token_counter = resolve_token_counter(token_counter)
         self.briefs = dict(briefs or {})
         self.summary_timeout = summary_timeout
+        self.breaker = CircuitBreaker(failure_limit, cooldown_calls)
 
     # -- planning (shared by sync and async) ---------------------------------------
 
@@ -207,8 +220,6 @@ class Condenser(MessagesRunnable):
         messages: Sequence[BaseMessage],
         meter: Meter,
         stats: CondenseStats,
-        *,
-        use_model: bool = True,
     ) -> Plan[list[BaseMessage]]:
         """Plan the condensed list, yielding a request when the summariser is needed.
 
@@ -230,7 +241,10 @@ class Condenser(MessagesRunnable):
         budget = min(self.summary_budget(replaced_tokens), replaced_tokens - 1)
 
         text: str | None = None
-        if self.model is not None and use_model:
+        if self.model is not None and not self.breaker.allow():
+            stats.summariser_skipped += 1
+            logger.warning("summariser circuit breaker open; using the deterministic digest")
+        elif self.model is not None:
             stats.summariser_calls += 1
             reply = yield SummaryRequest(
                 build_prompt(body, previous, budget, self.instructions), budget
@@ -240,6 +254,7 @@ class Condenser(MessagesRunnable):
                 text, failure = None, "the summary is not smaller than what it replaces"
             if text is not None:
                 summary = self._summary_message(text, replaced, budget, meter, "model")
+            stats.breaker_opened = self.breaker.record(text is not None)
             if text is None:
                 stats.summariser_failures += 1
                 stats.failure = failure

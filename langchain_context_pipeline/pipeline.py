@@ -82,6 +82,10 @@ class CompressionReport:
     """``"model"`` or ``"digest"`` when this pass wrote a summary."""
     failure: str | None = None
     """Why the summariser's reply was rejected, when it was."""
+    summariser_skipped: int = 0
+    """Summaries the digest wrote without a call because the circuit breaker was open."""
+    breaker_open: bool = False
+    """Whether the summariser's circuit breaker is open after this pass."""
 
     def as_dict(self) -> dict[str, Any]:
         """Return the report as a JSON-ready dict."""
@@ -206,6 +210,8 @@ class ContextPipeline(MessagesRunnable):
         max_summary_tokens: int = 4000,
         prompt: str | None = None,
         summary_timeout: float | None = 60.0,
+        failure_limit: int = 3,
+        cooldown_calls: int = 10,
     ) -> None:
         """Configure the pipeline.
 
@@ -230,6 +236,8 @@ class ContextPipeline(MessagesRunnable):
             max_summary_tokens: see :class:`Condenser`.
             prompt: see :class:`Condenser`.
             summary_timeout: see :class:`Condenser`.
+            failure_limit: see :class:`Condenser` (the summariser's circuit breaker).
+            cooldown_calls: see :class:`Condenser`.
 
         Raises:
             ValueError: for inconsistent settings, e.g. ``tail_budget >= threshold``.
@@ -268,6 +276,8 @@ class ContextPipeline(MessagesRunnable):
                 token_counter=self.token_counter,
                 briefs=briefs,
                 summary_timeout=summary_timeout,
+                failure_limit=failure_limit,
+                cooldown_calls=cooldown_calls,
             )
 
     @property
@@ -330,6 +340,8 @@ class ContextPipeline(MessagesRunnable):
             report.summariser_failures = stats.summariser_failures
             report.summary_source = stats.source
             report.failure = stats.failure
+            report.summariser_skipped = stats.summariser_skipped
+            report.breaker_open = self.condenser.breaker.is_open
             tokens = report.tokens_after_condense = meter.total(work)
 
         if tokens > self.threshold:

@@ -234,3 +234,33 @@ def test_custom_token_counter_is_used_for_the_budget() -> None:
     history = [HumanMessage("task")] + [HumanMessage("w " * 300) for _ in range(20)]
     out = ContextPipeline(threshold=1000, tail_budget=200, token_counter=words).invoke(history)
     assert words(out) <= 1000
+
+
+def test_circuit_breaker_stops_calling_a_failing_summariser_then_retries() -> None:
+    model = FailingModel()
+    pipeline = ContextPipeline(
+        threshold=16_000, tail_budget=4000, model=model, failure_limit=3, cooldown_calls=2
+    )
+    history = agent_history(steps=60, text=1900)
+    reports = [pipeline.compress(history).report for _ in range(6)]
+    assert model.calls == 4  # three failures, two skipped passes, then one retry
+    assert [r.summariser_calls for r in reports] == [1, 1, 1, 0, 0, 1]
+    assert [r.summariser_skipped for r in reports] == [0, 0, 0, 1, 1, 0]
+    assert [r.breaker_open for r in reports] == [False, False, True, True, False, False]
+    assert all(r.tokens_after <= 16_000 and r.summary_source == "digest" for r in reports)
+
+
+def test_a_success_resets_the_failure_count() -> None:
+    replies = iter(["boom", "boom", "ok summary", "boom", "boom", "ok summary"])
+
+    def flaky(prompt: object) -> str:
+        reply = next(replies)
+        if reply == "boom":
+            raise TimeoutError("upstream timeout")
+        return reply
+
+    pipeline = ContextPipeline(threshold=16_000, tail_budget=4000, model=flaky, failure_limit=3)
+    history = agent_history(steps=60, text=1900)
+    reports = [pipeline.compress(history).report for _ in range(6)]
+    assert [r.summariser_calls for r in reports] == [1] * 6
+    assert not any(r.breaker_open for r in reports)
