@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint typecheck unit integration notebooks bench bench-quick test-real-llm clean
+.PHONY: install demo test lint typecheck unit integration notebooks bench bench-quick test-real-llm mutation-check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -45,6 +45,9 @@ bench-quick: install
 
 test-real-llm: install
 	bash scripts/real-llm.sh
+
+mutation-check: install
+	$(BIN)/python scripts/mutation_check.py
 
 clean:
 	rm -rf $(VENV) .mypy_cache .ruff_cache .pytest_cache .hypothesis

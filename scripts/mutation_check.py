@@ -1,0 +1,113 @@
+"""Show that each invariant's property test fails when the invariant is broken.
+
+Each mutant breaks one invariant in a throw-away copy of the package; its property
+test must then fail. Run with ``make mutation-check`` (takes a few minutes).
+"""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+
+# (name, file, text to replace, replacement, property test that must fail)
+MUTANTS = [
+    (
+        "budget: no cutting of kept messages",
+        "truncate.py",
+        "    if used > budget:",
+        "    if False:",
+        "test_budget_holds",
+    ),
+    (
+        "tool pairs: every message its own unit",
+        "_units.py",
+        "                end_of[start] = max(end_of[start], index + 1)",
+        "                pass",
+        "test_tool_pairs_never_split",
+    ),
+    (
+        "system messages: condenser drops middle system messages",
+        "condenser.py",
+        "return [*head, *kept_system, summary",
+        "return [*head, summary",
+        "test_system_messages_kept",
+    ),
+    (
+        "non-mutation: the pruner edits the caller's message",
+        "pruner.py",
+        "        stats.briefed += 1",
+        "        stats.briefed += 1\n        message.content = line",
+        "test_input_never_mutated",
+    ),
+    (
+        "determinism: the removal note gets a random id",
+        "truncate.py",
+        'id=f"context-note-{key.hexdigest()[:20]}",',
+        'id=__import__("uuid").uuid4().hex,',
+        "test_deterministic",
+    ),
+    (
+        "idempotence: under budget, a copy comes back",
+        "pipeline.py",
+        "return CompressionResult(work, report, running if reused",
+        "return CompressionResult(list(work), report, running if reused",
+        "test_idempotent",
+    ),
+    (
+        "stable prefix: a cut string is cut again",
+        "_trim.py",
+        '    keep = limit - len(f"…[+{len(text)} chars]")',
+        "    keep = limit",
+        "test_pruning_is_a_fixed_point",
+    ),
+]
+
+
+def main() -> int:
+    """Run every mutant; return 1 if any survived."""
+    survived = 0
+    for name, file, old, new, test in MUTANTS:
+        with tempfile.TemporaryDirectory() as tmp:
+            tree = Path(tmp)
+            package = "langchain_context_pipeline"
+            shutil.copytree(ROOT / package, tree / package)
+            shutil.copytree(ROOT / "tests", tree / "tests")
+            shutil.copy(ROOT / "pyproject.toml", tree / "pyproject.toml")
+            target = tree / "langchain_context_pipeline" / file
+            source = target.read_text(encoding="utf-8")
+            if old not in source:
+                print(f"MUTANT OUT OF DATE  {name}: pattern not found in {file}")
+                survived += 1
+                continue
+            target.write_text(source.replace(old, new, 1), encoding="utf-8")
+            done = subprocess.run(
+                [
+                    sys.executable,
+                    "-m",
+                    "pytest",
+                    "-x",
+                    "-q",
+                    "-p",
+                    "no:cacheprovider",
+                    f"tests/unit_tests/test_properties.py::{test}",
+                ],
+                cwd=tree,
+                env={"PYTHONPATH": str(tree), "HYPOTHESIS_PROFILE": "dev", "PATH": "/usr/bin:/bin"},
+                capture_output=True,
+                text=True,
+                check=False,
+            )
+            caught = done.returncode == 1
+            survived += not caught
+            verdict = "caught  " if caught else "SURVIVED"
+            print(f"{verdict} {name} ({test})")
+    return 1 if survived else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
