@@ -119,9 +119,10 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         self.threshold: Threshold = threshold
         probe_threshold = threshold if isinstance(threshold, int) else 2**62
         # Built now so that bad settings fail here, not at the first model call.
-        probe = ContextPipeline(threshold=probe_threshold, model=model, **pipeline_kwargs)
-        self.token_counter: TokenCounter = probe.token_counter
-        self.tail_budget: int = probe.tail_budget
+        base = ContextPipeline(threshold=probe_threshold, model=model, **pipeline_kwargs)
+        self.token_counter: TokenCounter = base.token_counter
+        self.tail_budget: int = base.tail_budget
+        self._base = base
         self._settings: dict[str, Any] = {
             **{k: v for k, v in pipeline_kwargs.items() if k != "tail_budget"},
             "model": model,
@@ -130,7 +131,7 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         self._pipelines: OrderedDict[tuple[int, int], ContextPipeline] = OrderedDict()
         self._tool_tokens: OrderedDict[tuple[int, ...], tuple[Sequence[Any], int]] = OrderedDict()
         if isinstance(threshold, int):
-            self._pipelines[(threshold, self.tail_budget)] = probe
+            self._pipelines[(threshold, self.tail_budget)] = base
 
     # -- budget ------------------------------------------------------------------------
 
@@ -176,6 +177,10 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         pipeline = self._pipelines.get(key)
         if pipeline is None:
             pipeline = ContextPipeline(threshold=budget, tail_budget=tail, **self._settings)
+            if tail == self.tail_budget:
+                # One summariser (and one circuit breaker) for every budget: only the
+                # threshold differs, and the Condenser does not depend on it.
+                pipeline.condenser = self._base.condenser
             self._pipelines[key] = pipeline
             if len(self._pipelines) > _CACHE_SIZE:
                 self._pipelines.popitem(last=False)
