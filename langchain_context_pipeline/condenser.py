@@ -220,15 +220,15 @@ class Condenser(MessagesRunnable):
         messages: Sequence[BaseMessage],
         meter: Meter,
         stats: CondenseStats,
+        tail_budget: int | None = None,
     ) -> Plan[list[BaseMessage]]:
         """Plan the condensed list, yielding a request when the summariser is needed.
 
         Returns the new list, or a copy of ``messages`` when there is no middle
-        worth condensing.
+        worth condensing. ``tail_budget`` overrides the configured one for this pass.
         """
-        _, where = split(
-            messages, head_count=self.head_count, tail_budget=self.tail_budget, meter=meter
-        )
+        tail = self.tail_budget if tail_budget is None else tail_budget
+        _, where = split(messages, head_count=self.head_count, tail_budget=tail, meter=meter)
         middle = messages[where.head_end : where.tail_start]
         kept_system = [m for m in middle if is_system(m)]
         replaced = [m for m in middle if not is_system(m)]

@@ -43,8 +43,8 @@ except ImportError as exc:
         "pip install 'langchain-context-pipeline[agents]'"
     ) from exc
 
-from langchain_context_pipeline.langgraph import Threshold, check_threshold, resolve_threshold
 from langchain_context_pipeline.pipeline import CompressionResult, ContextPipeline, RunningSummary
+from langchain_context_pipeline.threshold import Threshold, check_threshold, resolve_threshold
 from langchain_context_pipeline.tokens import TokenCounter
 
 __all__ = ["SUMMARY_STATE_KEY", "ContextPipelineAgentState", "ContextPipelineMiddleware"]
@@ -121,17 +121,12 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         # Built now so that bad settings fail here, not at the first model call.
         base = ContextPipeline(threshold=probe_threshold, model=model, **pipeline_kwargs)
         self.token_counter: TokenCounter = base.token_counter
-        self.tail_budget: int = base.tail_budget
-        self._base = base
-        self._settings: dict[str, Any] = {
-            **{k: v for k, v in pipeline_kwargs.items() if k != "tail_budget"},
-            "model": model,
-            "token_counter": self.token_counter,
-        }
-        self._pipelines: OrderedDict[tuple[int, int], ContextPipeline] = OrderedDict()
-        self._tool_tokens: OrderedDict[tuple[int, ...], tuple[Sequence[Any], int]] = OrderedDict()
+        self._settings: dict[str, Any] = {**pipeline_kwargs, "model": model}
+        # One pipeline per resolved threshold (one, unless the agent's model changes).
+        self._pipelines: dict[int, ContextPipeline] = {}
         if isinstance(threshold, int):
-            self._pipelines[(threshold, self.tail_budget)] = base
+            self._pipelines[threshold] = base
+        self._tool_tokens: OrderedDict[tuple[int, ...], tuple[Sequence[Any], int]] = OrderedDict()
 
     # -- budget ------------------------------------------------------------------------
 
@@ -151,42 +146,17 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
             self._tool_tokens.popitem(last=False)
         return tokens
 
-    def _pipeline(self, request: ModelRequest[Any]) -> ContextPipeline:
-        """Return the pipeline whose threshold is what the messages may use."""
+    def _budget(self, request: ModelRequest[Any]) -> tuple[ContextPipeline, int]:
+        """Return the pipeline for this request and the tokens its other parts take."""
         total = resolve_threshold(self.threshold, request.model)
+        pipeline = self._pipelines.get(total)
+        if pipeline is None:
+            pipeline = ContextPipeline(threshold=total, **self._settings)
+            self._pipelines[total] = pipeline
         reserved = self._tools_tokens(request.tools)
         if request.system_message is not None:
             reserved += int(self.token_counter([request.system_message]))
-        budget = total - reserved
-        if budget < 1:
-            raise ValueError(
-                f"the system message and tool schemas alone take {reserved} tokens, "
-                f"leaving nothing of threshold {total} for the conversation"
-            )
-        tail = self.tail_budget
-        if tail >= budget:
-            tail = budget // 2
-            logger.warning(
-                "system message and tools take %d of %d tokens: tail_budget %d cut to %d",
-                reserved,
-                total,
-                self.tail_budget,
-                tail,
-            )
-        key = (budget, tail)
-        pipeline = self._pipelines.get(key)
-        if pipeline is None:
-            pipeline = ContextPipeline(threshold=budget, tail_budget=tail, **self._settings)
-            if tail == self.tail_budget:
-                # One summariser (and one circuit breaker) for every budget: only the
-                # threshold differs, and the Condenser does not depend on it.
-                pipeline.condenser = self._base.condenser
-            self._pipelines[key] = pipeline
-            if len(self._pipelines) > _CACHE_SIZE:
-                self._pipelines.popitem(last=False)
-        else:
-            self._pipelines.move_to_end(key)
-        return pipeline
+        return pipeline, reserved
 
     # -- request and state -------------------------------------------------------------
 
@@ -229,10 +199,10 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
         """Compress the request's messages, call the model, keep the running summary."""
-        pipeline = self._pipeline(request)
+        pipeline, reserved = self._budget(request)
         stored, running = self._running(request)
         messages: list[BaseMessage] = list(request.messages)
-        result = pipeline.compress(messages, running_summary=running)
+        result = pipeline.compress(messages, running_summary=running, reserved_tokens=reserved)
         response = handler(self._request(request, messages, result))
         return self._response(response, stored, result)
 
@@ -242,9 +212,11 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
         """Async :meth:`wrap_model_call`: the summariser is awaited."""
-        pipeline = self._pipeline(request)
+        pipeline, reserved = self._budget(request)
         stored, running = self._running(request)
         messages: list[BaseMessage] = list(request.messages)
-        result = await pipeline.acompress(messages, running_summary=running)
+        result = await pipeline.acompress(
+            messages, running_summary=running, reserved_tokens=reserved
+        )
         response = await handler(self._request(request, messages, result))
         return self._response(response, stored, result)

@@ -12,6 +12,7 @@ summariser is called.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -40,6 +41,8 @@ from langchain_context_pipeline.tokens import message_text, resolve_token_counte
 from langchain_context_pipeline.truncate import truncate
 
 __all__ = ["CompressionReport", "CompressionResult", "ContextPipeline", "RunningSummary"]
+
+logger = logging.getLogger("langchain_context_pipeline")
 
 
 @dataclass
@@ -195,7 +198,7 @@ class ContextPipeline(MessagesRunnable):
         self,
         *,
         threshold: int = 32000,
-        tail_budget: int = 8000,
+        tail_budget: int | None = None,
         head_count: int = 2,
         model: Any = None,
         token_counter: Any = None,
@@ -218,7 +221,8 @@ class ContextPipeline(MessagesRunnable):
         Args:
             threshold: compress only above this many tokens; the output is always at
                 or under it.
-            tail_budget: tokens of newest messages kept verbatim by prune and condense.
+            tail_budget: tokens of newest messages kept verbatim by prune and condense
+                (default: ``min(8000, threshold // 4)``, so 8000 at the default threshold).
             head_count: the first N messages (the task) kept verbatim.
             model: the summariser: a ``BaseChatModel``, Runnable or callable;
                 ``"digest"`` for the deterministic digest; ``None`` to skip
@@ -243,6 +247,8 @@ class ContextPipeline(MessagesRunnable):
             ValueError: for inconsistent settings, e.g. ``tail_budget >= threshold``.
         """
         _check_int("threshold", threshold, 1)
+        if tail_budget is None:
+            tail_budget = min(8000, threshold // 4) if isinstance(threshold, int) else 8000
         _check_int("tail_budget", tail_budget, 0)
         _check_int("head_count", head_count, 0)
         if tail_budget >= threshold:
@@ -302,13 +308,38 @@ class ContextPipeline(MessagesRunnable):
             return None
         return [*messages[:start], running.message, *messages[through + 1 :]]
 
+    def _limits(self, reserved: int) -> tuple[int, int]:
+        """Return this call's (budget, tail budget) once ``reserved`` tokens are set aside."""
+        if not isinstance(reserved, int) or isinstance(reserved, bool) or reserved < 0:
+            raise ValueError(f"reserved_tokens must be an int >= 0, got {reserved!r}")
+        limit = self.threshold - reserved
+        if limit < 1:
+            raise ValueError(
+                f"reserved_tokens ({reserved}) leave nothing of threshold {self.threshold} "
+                "for the messages"
+            )
+        tail = self.tail_budget
+        if tail >= limit:
+            tail = limit // 2
+            logger.warning(
+                "reserved_tokens %d leave %d tokens: tail_budget %d cut to %d for this call",
+                reserved,
+                limit,
+                self.tail_budget,
+                tail,
+            )
+        return limit, tail
+
     def plan(
         self,
         messages: list[BaseMessage],
         report: CompressionReport,
         running: RunningSummary | None = None,
+        reserved: int = 0,
     ) -> Plan[CompressionResult]:
         """Plan the compressed list; yields a request when the summariser is needed."""
+        limit, tail = self._limits(reserved)
+        report.threshold = limit
         meter = Meter(self.token_counter)
         work = messages
         tokens = report.tokens_before = meter.total(messages)
@@ -317,23 +348,21 @@ class ContextPipeline(MessagesRunnable):
             work = reused
             report.summary_reused = True
             tokens = meter.total(work)
-        if tokens <= self.threshold:
+        if tokens <= limit:
             report.tokens_after = tokens
             return CompressionResult(work, report, running if reused is not None else None)
 
         units = group_units(work)
-        work, prune_stats = self.pruner.prune(
-            work, tail_start(work, units, self.tail_budget, meter)
-        )
+        work, prune_stats = self.pruner.prune(work, tail_start(work, units, tail, meter))
         report.stages.append("prune")
         report.briefed = prune_stats.briefed
         report.args_trimmed = prune_stats.args_trimmed
         report.texts_trimmed = prune_stats.texts_trimmed
         tokens = report.tokens_after_prune = meter.total(work)
 
-        if tokens > self.threshold and self.condenser is not None:
+        if tokens > limit and self.condenser is not None:
             stats = CondenseStats()
-            work = yield from self.condenser.plan(work, meter, stats)
+            work = yield from self.condenser.plan(work, meter, stats, tail)
             report.stages.append("condense")
             report.condensed = stats.condensed
             report.summariser_calls = stats.summariser_calls
@@ -344,8 +373,8 @@ class ContextPipeline(MessagesRunnable):
             report.breaker_open = self.condenser.breaker.is_open
             tokens = report.tokens_after_condense = meter.total(work)
 
-        if tokens > self.threshold:
-            work, cut_stats = truncate(work, self.threshold, self.head_count, meter)
+        if tokens > limit:
+            work, cut_stats = truncate(work, limit, self.head_count, meter)
             report.stages.append("truncate")
             report.dropped = cut_stats.dropped
             report.cut = cut_stats.cut
@@ -364,26 +393,40 @@ class ContextPipeline(MessagesRunnable):
     # -- sync and async shells --------------------------------------------------------
 
     def compress(
-        self, messages: Any, *, running_summary: RunningSummary | None = None
+        self,
+        messages: Any,
+        *,
+        running_summary: RunningSummary | None = None,
+        reserved_tokens: int = 0,
     ) -> CompressionResult:
         """Compress ``messages``; return the new list, the report and the running summary.
 
         Args:
             messages: the conversation (messages, OpenAI-style dicts or a PromptValue).
             running_summary: a summary carried from an earlier turn (see the hook).
+            reserved_tokens: tokens of the same request spent elsewhere (a system
+                prompt or tool schemas sent beside the messages): the messages get
+                ``threshold - reserved_tokens``.
+
+        Raises:
+            ValueError: when ``reserved_tokens`` leave no room for the messages.
         """
         items, report = self._start(messages, running_summary)
-        plan = self.plan(items, report, running_summary)
+        plan = self.plan(items, report, running_summary, reserved_tokens)
         if self.condenser is None:
             return drive(plan, lambda request: None)
         return drive(plan, self.condenser._answer)
 
     async def acompress(
-        self, messages: Any, *, running_summary: RunningSummary | None = None
+        self,
+        messages: Any,
+        *,
+        running_summary: RunningSummary | None = None,
+        reserved_tokens: int = 0,
     ) -> CompressionResult:
         """Async :meth:`compress`: only the summariser call differs."""
         items, report = self._start(messages, running_summary)
-        plan = self.plan(items, report, running_summary)
+        plan = self.plan(items, report, running_summary, reserved_tokens)
         if self.condenser is None:
             return drive(plan, lambda request: None)
         return await adrive(plan, self.condenser._aanswer)

@@ -1,0 +1,290 @@
+"""The LangGraph pre-model hook: arguments, modes, the running summary, graph wiring."""
+
+from __future__ import annotations
+
+import logging
+import math
+from typing import Any, get_type_hints
+
+import pytest
+from fakes import EchoSummariser
+from invariants import orphans, unanswered
+from langchain_core.callbacks import BaseCallbackHandler
+from langchain_core.language_models import GenericFakeChatModel
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    HumanMessage,
+    RemoveMessage,
+    ToolMessage,
+)
+from langgraph.constants import TAG_NOSTREAM
+from langgraph.graph import START, MessagesState, StateGraph
+from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
+
+from langchain_context_pipeline import ContextPipeline, estimate_tokens, is_pipeline_summary
+from langchain_context_pipeline._model_call import RUN_NAME
+from langchain_context_pipeline._model_call import TAG_NOSTREAM as CORE_TAG_NOSTREAM
+from langchain_context_pipeline.langgraph import (
+    ContextPipelineHook,
+    ContextPipelineState,
+    create_pre_model_hook,
+)
+from langchain_context_pipeline.threshold import resolve_threshold
+
+THRESHOLD = 6000
+TAIL = 2000
+
+
+def conversation(steps: int, start: int = 0) -> list[BaseMessage]:
+    """A task, then ``steps`` tool steps whose texts pruning cannot shrink."""
+    messages: list[BaseMessage] = [HumanMessage("Find the bug.", id="task")] if start == 0 else []
+    for i in range(start, start + steps):
+        call = {"name": "read_file", "args": {"path": f"src/m{i}.py"}, "id": f"c{i}"}
+        messages.append(AIMessage(f"step {i} " + "x" * 1900, tool_calls=[call], id=f"a{i}"))
+        messages.append(ToolMessage("y" * 3000, tool_call_id=f"c{i}", id=f"t{i}"))
+    return messages
+
+
+def fake_model(profile: dict[str, Any] | None = None) -> GenericFakeChatModel:
+    return GenericFakeChatModel(messages=iter([]), profile=profile)
+
+
+def hook_with(summariser: Any, **kwargs: Any) -> ContextPipelineHook:
+    return create_pre_model_hook(threshold=THRESHOLD, tail_budget=TAIL, model=summariser, **kwargs)
+
+
+# -- arguments ------------------------------------------------------------------------------
+
+
+def test_mode_must_be_known() -> None:
+    with pytest.raises(ValueError, match="mode must be 'ephemeral' or 'persist'"):
+        create_pre_model_hook(mode="rewrite")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("key", ["", "messages", "llm_input_messages", "has space", 3])
+def test_summary_key_must_be_a_free_identifier(key: Any) -> None:
+    with pytest.raises(ValueError, match="summary_key"):
+        create_pre_model_hook(summary_key=key)
+
+
+def test_a_pipeline_or_its_settings_not_both() -> None:
+    pipeline = ContextPipeline(threshold=THRESHOLD, tail_budget=TAIL)
+    with pytest.raises(ValueError, match="either a ContextPipeline or its settings"):
+        create_pre_model_hook(pipeline, threshold=9000)
+    with pytest.raises(ValueError, match="either a ContextPipeline or its settings"):
+        create_pre_model_hook(pipeline, agent_model=fake_model({"max_input_tokens": 9}))
+    with pytest.raises(TypeError, match="must be a ContextPipeline"):
+        create_pre_model_hook("pipeline")  # type: ignore[arg-type]
+    assert create_pre_model_hook(pipeline).pipeline is pipeline
+
+
+def test_pipeline_settings_are_checked_by_the_pipeline() -> None:
+    with pytest.raises(ValueError, match="tail_budget"):
+        create_pre_model_hook(threshold=1000, tail_budget=1000)
+    with pytest.raises(TypeError):
+        create_pre_model_hook(threshold=1000, tail_budgets=10)
+
+
+def test_fraction_threshold_is_a_share_of_the_agent_models_window() -> None:
+    model = fake_model({"max_input_tokens": 128_000})
+    hook = create_pre_model_hook(threshold=("fraction", 0.8), agent_model=model)
+    assert hook.pipeline.threshold == 102_400
+    assert resolve_threshold(("fraction", 0.333), model) == math.floor(128_000 * 0.333)
+
+
+def test_fraction_threshold_needs_the_agent_model() -> None:
+    with pytest.raises(ValueError, match=r"agent_model=") as info:
+        create_pre_model_hook(threshold=("fraction", 0.8))
+    assert "profile['max_input_tokens']" in str(info.value)
+
+
+@pytest.mark.parametrize("profile", [None, {}, {"max_input_tokens": 0}])
+def test_fraction_threshold_needs_a_known_window(profile: dict[str, Any] | None) -> None:
+    with pytest.raises(ValueError, match=r"does not declare") as info:
+        create_pre_model_hook(threshold=("fraction", 0.8), agent_model=fake_model(profile))
+    message = str(info.value)
+    assert "GenericFakeChatModel" in message and "int threshold" in message
+
+
+@pytest.mark.parametrize(
+    "threshold",
+    [
+        0,
+        -5,
+        True,
+        12.5,
+        "8000",
+        ("fraction",),
+        ("fraction", 0),
+        ("fraction", 1.5),
+        ("fraction", True),
+        ("fraction", float("nan")),
+        ("tokens", 5000),
+        ["fraction", 0.5],
+    ],
+)
+def test_malformed_thresholds_are_refused(threshold: Any) -> None:
+    with pytest.raises(ValueError, match="threshold"):
+        create_pre_model_hook(threshold=threshold, agent_model=fake_model({"max_input_tokens": 9}))
+
+
+# -- ephemeral mode ---------------------------------------------------------------------------
+
+
+def test_ephemeral_under_budget_still_writes_llm_input_messages() -> None:
+    hook = hook_with(EchoSummariser())
+    messages = conversation(1)
+    update = hook({"messages": messages})
+    # Written on every call (the channel persists), never empty, never the state's own list.
+    assert update == {"llm_input_messages": messages}
+    assert update["llm_input_messages"] is not messages
+
+
+def test_ephemeral_over_budget_keeps_and_reuses_a_running_summary() -> None:
+    summariser = EchoSummariser()
+    hook = hook_with(summariser)
+    messages = conversation(12)
+    first = hook({"messages": messages})
+    assert len(summariser.calls) == 1
+    sent = first["llm_input_messages"]
+    assert estimate_tokens(sent) <= THRESHOLD
+    assert not orphans(sent) and not unanswered(sent)
+    stored = first["context_summary"]
+    (summary,) = [m for m in sent if is_pipeline_summary(m)]
+    assert stored["id"] == summary.id
+
+    # Next turn: one more step. The stored summary covers the old turns: no new call.
+    state = {"messages": [*messages, *conversation(1, start=12)], **first}
+    second = hook(state)
+    assert len(summariser.calls) == 1
+    assert "context_summary" not in second  # unchanged, so not rewritten
+    again = second["llm_input_messages"]
+    assert [m.id for m in again if is_pipeline_summary(m)] == [summary.id]
+    assert again[-1].id == "t12"
+    assert estimate_tokens(again) <= THRESHOLD
+
+
+def test_running_summary_is_recovered_from_llm_input_messages() -> None:
+    """Without the summary key, the summary the model saw last is still in state."""
+    summariser = EchoSummariser()
+    hook = hook_with(summariser)
+    messages = conversation(12)
+    first = hook({"messages": messages})
+    state = {
+        "messages": [*messages, *conversation(1, start=12)],
+        "llm_input_messages": first["llm_input_messages"],
+    }
+    second = hook(state)
+    assert len(summariser.calls) == 1
+    assert second["context_summary"] == first["context_summary"]
+
+
+def test_a_broken_stored_summary_is_ignored(caplog: pytest.LogCaptureFixture) -> None:
+    summariser = EchoSummariser()
+    hook = hook_with(summariser)
+    with caplog.at_level(logging.WARNING, logger="langchain_context_pipeline"):
+        update = hook({"messages": conversation(12), "context_summary": {"text": "x"}})
+    assert "ignoring state['context_summary']" in caplog.text
+    assert len(summariser.calls) == 1
+    assert update["context_summary"]["text"] != "x"
+
+
+def test_custom_summary_key() -> None:
+    hook = hook_with(EchoSummariser(), summary_key="my_summary")
+    update = hook({"messages": conversation(12)})
+    assert "my_summary" in update and "context_summary" not in update
+
+
+def test_hook_needs_messages() -> None:
+    with pytest.raises(ValueError, match="'messages' key"):
+        hook_with(EchoSummariser())({"llm_input_messages": []})
+
+
+async def test_async_hook_awaits_the_summariser() -> None:
+    summariser = EchoSummariser()
+    hook = hook_with(summariser)
+    update = await hook.ainvoke({"messages": conversation(12)})
+    assert [call["path"] for call in summariser.calls] == ["async"]
+    assert estimate_tokens(update["llm_input_messages"]) <= THRESHOLD
+
+
+# -- persist mode -----------------------------------------------------------------------------
+
+
+def test_persist_under_budget_changes_nothing() -> None:
+    hook = hook_with(EchoSummariser(), mode="persist")
+    assert hook({"messages": conversation(1)}) == {}
+
+
+def test_persist_over_budget_rewrites_messages_keeping_ids() -> None:
+    hook = hook_with(EchoSummariser(), mode="persist")
+    messages = conversation(12)
+    update = hook({"messages": messages})
+    assert set(update) == {"messages"}
+    remove, *kept = update["messages"]
+    assert isinstance(remove, RemoveMessage) and remove.id == REMOVE_ALL_MESSAGES
+    ids = {m.id for m in messages}
+    for message in kept:
+        assert message.id in ids or is_pipeline_summary(message)
+    # add_messages applies it as a replacement of the whole history.
+    state = add_messages(messages, update["messages"])
+    assert [m.id for m in state] == [m.id for m in kept]
+    assert estimate_tokens(state) <= THRESHOLD
+    # Persisted and compressed once, the next call has nothing to change.
+    assert hook({"messages": state}) == {}
+
+
+# -- the graph sees the hook's state keys -----------------------------------------------------
+
+
+@pytest.mark.parametrize("key", ["context_summary", "my_summary"])
+def test_hook_adds_its_state_keys_to_any_graph(key: str) -> None:
+    builder = StateGraph(MessagesState)
+    builder.add_node("compress", hook_with(EchoSummariser(), summary_key=key))
+    builder.add_edge(START, "compress")
+    graph = builder.compile()
+    assert {"messages", "llm_input_messages", key} <= set(graph.channels)
+    update = graph.invoke({"messages": conversation(12)})
+    assert len(update["messages"]) == 25  # the history itself is untouched
+
+
+def test_context_pipeline_state_types_the_summary_key() -> None:
+    hints = get_type_hints(ContextPipelineState)
+    assert {"messages", "remaining_steps", "context_summary"} <= set(hints)
+
+
+# -- tracing: the summariser's run ------------------------------------------------------------
+
+
+class Recorder(BaseCallbackHandler):
+    def __init__(self) -> None:
+        self.chat_runs: list[tuple[str | None, list[str]]] = []
+        self.chain_runs: list[str | None] = []
+
+    def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
+        self.chat_runs.append((kwargs.get("name"), list(kwargs.get("tags") or [])))
+
+    def on_chain_start(self, serialized: Any, inputs: Any, **kwargs: Any) -> None:
+        self.chain_runs.append(kwargs.get("name"))
+
+
+def test_core_tag_is_langgraphs_nostream_tag() -> None:
+    assert CORE_TAG_NOSTREAM == TAG_NOSTREAM
+
+
+@pytest.mark.parametrize("path", ["sync", "async"])
+async def test_summariser_run_is_named_and_kept_out_of_the_stream(path: str) -> None:
+    recorder = Recorder()
+    hook = hook_with(EchoSummariser())
+    config: Any = {"callbacks": [recorder], "tags": ["user-tag"]}
+    state = {"messages": conversation(12)}
+    if path == "sync":
+        hook.invoke(state, config)
+    else:
+        await hook.ainvoke(state, config)
+    assert "context_pipeline_hook" in recorder.chain_runs
+    (run,) = recorder.chat_runs
+    name, tags = run
+    assert name == RUN_NAME == "context_condenser"
+    assert TAG_NOSTREAM in tags and "user-tag" in tags

@@ -1,0 +1,276 @@
+"""ContextPipelineMiddleware without an agent: settings, the budget, the running summary."""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import json
+import sys
+from pathlib import Path
+from typing import Any, get_args, get_type_hints
+
+import pytest
+from fakes import EchoSummariser, FailingModel
+from invariants import orphans, unanswered
+from langchain.agents.middleware import ExtendedModelResponse, ModelRequest, ModelResponse
+from langchain.agents.middleware.types import PrivateStateAttr
+from langchain_core.language_models import GenericFakeChatModel
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.tools import tool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+import langchain_context_pipeline
+from langchain_context_pipeline import estimate_tokens, is_pipeline_summary
+from langchain_context_pipeline.middleware import (
+    SUMMARY_STATE_KEY,
+    ContextPipelineAgentState,
+    ContextPipelineMiddleware,
+)
+
+THRESHOLD = 6000
+TAIL = 2000
+
+
+@tool
+def read_file(path: str) -> str:
+    """Read a file of the repository and return its whole content, line by line."""
+    return path
+
+
+def conversation(steps: int, start: int = 0) -> list[BaseMessage]:
+    """A task, then ``steps`` tool steps whose texts pruning cannot shrink."""
+    messages: list[BaseMessage] = [HumanMessage("Find the bug.", id="task")] if start == 0 else []
+    for i in range(start, start + steps):
+        call = {"name": "read_file", "args": {"path": f"src/m{i}.py"}, "id": f"c{i}"}
+        messages.append(AIMessage(f"step {i} " + "x" * 1900, tool_calls=[call], id=f"a{i}"))
+        messages.append(ToolMessage("y" * 3000, tool_call_id=f"c{i}", id=f"t{i}"))
+    return messages
+
+
+def request_for(
+    messages: list[BaseMessage],
+    *,
+    system: str | None = None,
+    tools: list[Any] | None = None,
+    state: dict[str, Any] | None = None,
+    profile: dict[str, Any] | None = None,
+) -> ModelRequest[Any]:
+    return ModelRequest(
+        model=GenericFakeChatModel(messages=iter([]), profile=profile),
+        messages=messages,  # type: ignore[arg-type]
+        system_message=SystemMessage(system) if system is not None else None,
+        tools=tools or [],
+        state={"messages": messages, **(state or {})},  # type: ignore[typeddict-item]
+    )
+
+
+class Handler:
+    """The model call: records the request it gets, answers ``ok``."""
+
+    def __init__(self) -> None:
+        self.requests: list[ModelRequest[Any]] = []
+        self.response = ModelResponse(result=[AIMessage("ok")])
+
+    def __call__(self, request: ModelRequest[Any]) -> ModelResponse[Any]:
+        self.requests.append(request)
+        return self.response
+
+    async def acall(self, request: ModelRequest[Any]) -> ModelResponse[Any]:
+        return self(request)
+
+
+def sent_tokens(request: ModelRequest[Any]) -> int:
+    """What the model receives: system message, messages and tool schemas."""
+    messages = list(request.messages)
+    if request.system_message is not None:
+        messages.insert(0, request.system_message)
+    tools = [convert_to_openai_tool(t) for t in request.tools]
+    schemas = json.dumps(tools, ensure_ascii=False, sort_keys=True) if tools else ""
+    return estimate_tokens(messages) + (estimate_tokens([SystemMessage(schemas)]) if tools else 0)
+
+
+def middleware(summariser: Any = None, **kwargs: Any) -> ContextPipelineMiddleware:
+    settings: dict[str, Any] = {"threshold": THRESHOLD, "tail_budget": TAIL, **kwargs}
+    return ContextPipelineMiddleware(model=summariser or EchoSummariser(), **settings)
+
+
+# -- settings ---------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "threshold", [0, -1, True, "32000", ("fraction", 0), ("fraction", 2), ("messages", 50)]
+)
+def test_malformed_threshold_fails_at_construction(threshold: Any) -> None:
+    with pytest.raises(ValueError, match="threshold"):
+        ContextPipelineMiddleware(threshold=threshold)
+
+
+def test_bad_settings_fail_at_construction() -> None:
+    with pytest.raises(ValueError, match="tail_budget"):
+        ContextPipelineMiddleware(threshold=1000, tail_budget=1000)
+    with pytest.raises(TypeError):
+        ContextPipelineMiddleware(threshold=1000, tail_budgett=10)
+    with pytest.raises(ValueError, match="digest"):
+        ContextPipelineMiddleware(model="gpt-4o")
+
+
+def test_state_schema_keeps_the_summary_private() -> None:
+    assert ContextPipelineMiddleware.state_schema is ContextPipelineAgentState
+    hint = get_type_hints(ContextPipelineAgentState, include_extras=True)[SUMMARY_STATE_KEY]
+    assert PrivateStateAttr in get_args(get_args(hint)[0])[1:]
+
+
+# -- the request ------------------------------------------------------------------------------
+
+
+def test_under_budget_the_request_passes_through_untouched() -> None:
+    handler = Handler()
+    request = request_for(conversation(1), system="Be brief.")
+    out = middleware().wrap_model_call(request, handler)
+    assert handler.requests == [request]
+    assert handler.requests[0] is request
+    assert out is handler.response
+
+
+@tool(description="Search the code base. " + "Matches are ranked by relevance. " * 150)
+def search(query: str) -> str:
+    return query
+
+
+@pytest.mark.parametrize("extra", ["system", "tools", "both"])
+def test_system_message_and_tools_count_toward_the_budget(extra: str) -> None:
+    messages = conversation(4)
+    # The messages alone fit; the system prompt or the tool schemas push them over.
+    assert estimate_tokens(messages) < THRESHOLD
+    system = "You are careful. " * 300 if extra in {"system", "both"} else None
+    tools = [read_file, search] if extra in {"tools", "both"} else [read_file]
+    request = request_for(messages, system=system, tools=tools)
+    assert sent_tokens(request) > THRESHOLD
+    handler = Handler()
+    middleware().wrap_model_call(request, handler)
+    (sent,) = handler.requests
+    assert sent is not request
+    assert sent_tokens(sent) <= THRESHOLD
+    # Only the messages were edited: system message and tools are the same objects.
+    assert sent.system_message is request.system_message
+    assert sent.tools is request.tools
+    assert sent.model is request.model
+    assert request.messages == messages  # the original request is untouched
+    assert not orphans(sent.messages) and not unanswered(sent.messages)
+    assert sent.messages[0].id == "task"
+
+
+def test_running_summary_is_written_once_then_reused() -> None:
+    summariser = EchoSummariser()
+    mw = middleware(summariser)
+    handler = Handler()
+    messages = conversation(12)
+    first = mw.wrap_model_call(request_for(messages), handler)
+    assert len(summariser.calls) == 1
+    assert isinstance(first, ExtendedModelResponse)
+    assert first.model_response is handler.response
+    assert first.command is not None
+    stored = first.command.update[SUMMARY_STATE_KEY]  # type: ignore[index]
+    assert set(first.command.update) == {SUMMARY_STATE_KEY}  # type: ignore[arg-type]
+    sent = handler.requests[0].messages
+    assert [m.id for m in sent if is_pipeline_summary(m)] == [stored["id"]]
+
+    # The next call carries the stored summary in state: no summariser call, no write.
+    grown = [*messages, *conversation(1, start=12)]
+    second = mw.wrap_model_call(request_for(grown, state={SUMMARY_STATE_KEY: stored}), handler)
+    assert len(summariser.calls) == 1
+    assert second is handler.response
+    assert [m.id for m in handler.requests[1].messages if is_pipeline_summary(m)] == [stored["id"]]
+    assert sent_tokens(handler.requests[1]) <= THRESHOLD
+
+
+async def test_async_path_awaits_the_summariser() -> None:
+    summariser = EchoSummariser()
+    handler = Handler()
+    out = await middleware(summariser).awrap_model_call(
+        request_for(conversation(12), system="Be brief.", tools=[read_file]), handler.acall
+    )
+    assert [c["path"] for c in summariser.calls] == ["async"]
+    assert isinstance(out, ExtendedModelResponse)
+    assert sent_tokens(handler.requests[0]) <= THRESHOLD
+
+
+def test_a_failing_summariser_falls_back_without_raising() -> None:
+    handler = Handler()
+    failing = FailingModel()
+    out = middleware(failing).wrap_model_call(request_for(conversation(12)), handler)
+    assert failing.calls == 1
+    sent = handler.requests[0].messages
+    assert sent_tokens(handler.requests[0]) <= THRESHOLD
+    assert not any("rate limited" in str(m.content) for m in sent)
+    assert isinstance(out, ExtendedModelResponse)  # the digest is carried like a summary
+
+
+def test_one_pipeline_serves_every_system_prompt() -> None:
+    """Budgets differ with the system prompt; the pipeline (and its breaker) does not."""
+    mw = middleware()
+    handler = Handler()
+    for system in ("short", "much longer " * 100):
+        mw.wrap_model_call(request_for(conversation(12), system=system), handler)
+    assert len(mw._pipelines) == 1
+    assert [sent_tokens(r) <= THRESHOLD for r in handler.requests] == [True, True]
+
+
+# -- budgets that cannot work -----------------------------------------------------------------
+
+
+def test_fraction_threshold_reads_the_request_model_profile() -> None:
+    mw = ContextPipelineMiddleware(threshold=("fraction", 0.5), tail_budget=TAIL, model="digest")
+    handler = Handler()
+    request = request_for(conversation(12), profile={"max_input_tokens": 2 * THRESHOLD})
+    mw.wrap_model_call(request, handler)
+    assert estimate_tokens(conversation(12)) > THRESHOLD >= sent_tokens(handler.requests[0])
+
+
+def test_fraction_threshold_with_an_unknown_profile_is_a_clear_error() -> None:
+    mw = ContextPipelineMiddleware(threshold=("fraction", 0.8))
+    with pytest.raises(ValueError, match=r"profile\['max_input_tokens'\]"):
+        mw.wrap_model_call(request_for(conversation(1)), Handler())
+
+
+def test_tools_larger_than_the_budget_are_a_clear_error() -> None:
+    mw = ContextPipelineMiddleware(threshold=300, tail_budget=100)
+    request = request_for(conversation(1), system="x" * 2000)
+    with pytest.raises(ValueError, match="leave nothing of threshold 300"):
+        mw.wrap_model_call(request, Handler())
+
+
+def test_tail_budget_shrinks_when_system_and_tools_leave_too_little(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    mw = middleware()
+    handler = Handler()
+    request = request_for(conversation(12), system="x" * 4 * (THRESHOLD - TAIL))
+    mw.wrap_model_call(request, handler)
+    assert f"tail_budget {TAIL} cut to" in caplog.text
+    assert sent_tokens(handler.requests[0]) <= THRESHOLD
+
+
+# -- packaging --------------------------------------------------------------------------------
+
+
+def test_only_the_middleware_module_imports_langchain_agents() -> None:
+    package = Path(langchain_context_pipeline.__file__).parent
+    importers = set()
+    for path in package.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            names: list[str] = []
+            if isinstance(node, ast.ImportFrom) and node.module:
+                names = [node.module]
+            elif isinstance(node, ast.Import):
+                names = [alias.name for alias in node.names]
+            if any(n == "langchain.agents" or n.startswith("langchain.agents.") for n in names):
+                importers.add(path.name)
+    assert importers == {"middleware.py"}
+
+
+def test_missing_langchain_gives_an_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setitem(sys.modules, "langchain.agents.middleware.types", None)
+    monkeypatch.delitem(sys.modules, "langchain_context_pipeline.middleware")
+    with pytest.raises(ImportError, match=r"pip install 'langchain-context-pipeline\[agents\]'"):
+        importlib.import_module("langchain_context_pipeline.middleware")
