@@ -150,14 +150,16 @@ class Split:
 
 
 def head_end(messages: Sequence[BaseMessage], units: list[tuple[int, int]], head_count: int) -> int:
-    """Return where the head ends: whole units covering the first ``head_count`` messages.
+    """Return where the head ends: the whole units among the first ``head_count`` messages.
 
-    The head stops before any message the pipeline wrote (a prior summary or note),
-    so a summary is merged, never frozen into the head.
+    A tool unit that reaches past ``head_count`` is not part of the head (the task
+    is the system prompt and the user's request, not a tool result). The head
+    stops before any message the pipeline wrote (a prior summary or note), so a
+    summary is merged, never frozen into the head.
     """
     end = 0
     for start, stop in units:
-        if start >= head_count:
+        if stop > head_count:
             break
         if any(pipeline_kind(messages[i]) in WRITTEN_KINDS for i in range(start, stop)):
             break

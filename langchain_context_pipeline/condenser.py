@@ -33,7 +33,14 @@ from langchain_context_pipeline._model_call import (
 from langchain_context_pipeline._prompt import DEFAULT_INSTRUCTIONS, build_prompt
 from langchain_context_pipeline._runnable import MessagesRunnable
 from langchain_context_pipeline._trim import cut_end
-from langchain_context_pipeline._units import METADATA_KEY, Meter, is_system, pipeline_kind, split
+from langchain_context_pipeline._units import (
+    METADATA_KEY,
+    Meter,
+    Split,
+    is_system,
+    pipeline_kind,
+    split,
+)
 from langchain_context_pipeline.briefs import ToolBrief
 from langchain_context_pipeline.digest import build_digest
 from langchain_context_pipeline.tokens import message_text, resolve_token_counter
@@ -220,15 +227,21 @@ class Condenser(MessagesRunnable):
         messages: Sequence[BaseMessage],
         meter: Meter,
         stats: CondenseStats,
-        tail_budget: int | None = None,
+        *,
+        tail_from: int | None = None,
     ) -> Plan[list[BaseMessage]]:
         """Plan the condensed list, yielding a request when the summariser is needed.
 
         Returns the new list, or a copy of ``messages`` when there is no middle
-        worth condensing. ``tail_budget`` overrides the configured one for this pass.
+        worth condensing. ``tail_from`` fixes where the tail starts (the pipeline
+        passes the Pruner's boundary, so the tail it keeps is the unpruned one and
+        the next turn's prefix is the same); by default ``tail_budget`` decides.
         """
-        tail = self.tail_budget if tail_budget is None else tail_budget
-        _, where = split(messages, head_count=self.head_count, tail_budget=tail, meter=meter)
+        _, where = split(
+            messages, head_count=self.head_count, tail_budget=self.tail_budget, meter=meter
+        )
+        if tail_from is not None:
+            where = Split(where.head_end, max(tail_from, where.head_end))
         middle = messages[where.head_end : where.tail_start]
         kept_system = [m for m in middle if is_system(m)]
         replaced = [m for m in middle if not is_system(m)]

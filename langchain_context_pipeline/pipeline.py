@@ -353,7 +353,9 @@ class ContextPipeline(MessagesRunnable):
             return CompressionResult(work, report, running if reused is not None else None)
 
         units = group_units(work)
-        work, prune_stats = self.pruner.prune(work, tail_start(work, units, tail, meter))
+        head = head_end(work, units, self.head_count)
+        tail_from = tail_start(work, units, tail, meter, floor=head)
+        work, prune_stats = self.pruner.prune(work, tail_from, head)
         report.stages.append("prune")
         report.briefed = prune_stats.briefed
         report.args_trimmed = prune_stats.args_trimmed
@@ -362,7 +364,7 @@ class ContextPipeline(MessagesRunnable):
 
         if tokens > limit and self.condenser is not None:
             stats = CondenseStats()
-            work = yield from self.condenser.plan(work, meter, stats, tail)
+            work = yield from self.condenser.plan(work, meter, stats, tail_from=tail_from)
             report.stages.append("condense")
             report.condensed = stats.condensed
             report.summariser_calls = stats.summariser_calls

@@ -132,9 +132,9 @@ class Pruner(MessagesRunnable):
         return self.prune(messages, tail_start(messages, units, self.tail_budget, meter))[0]
 
     def prune(
-        self, messages: Sequence[BaseMessage], stop: int
+        self, messages: Sequence[BaseMessage], stop: int, start: int = 0
     ) -> tuple[list[BaseMessage], PruneStats]:
-        """Prune ``messages[:stop]``; the rest is the protected tail.
+        """Prune ``messages[start:stop]``; the head before and the tail after stay verbatim.
 
         Returns a new list (unchanged messages are the caller's own objects) and
         what was changed.
@@ -147,7 +147,7 @@ class Pruner(MessagesRunnable):
                 for call in message.tool_calls:
                     if call.get("id"):
                         calls[call["id"] or ""] = (call["name"], call["args"])
-            if index < stop:
+            if start <= index < stop:
                 message = self._prune_one(message, calls, stats)
             out.append(message)
         return out, stats

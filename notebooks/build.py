@@ -106,6 +106,98 @@ for row in rows:
 assert all(row[4] <= pipeline.threshold for row in rows)"""),
 ]
 
+SCRIPTED = '''from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import tool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+
+@tool
+def read_file(path: str) -> str:
+    """Read a source file."""
+    return "\\n".join(f"{i:04d} def handler_{i}(request): return process(request)" for i in range(80))
+
+
+class ScriptedAgentModel(BaseChatModel):
+    """Stands in for the remote model: reads one file per step, then answers; records requests."""
+
+    steps: int = 40
+    seen: list = []
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def bind_tools(self, tools, **kwargs):
+        return self.bind(tools=[convert_to_openai_tool(t) for t in tools])
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        if "nostream" in (run_manager.tags if run_manager else []):  # the pipeline's summariser call
+            reply = AIMessage("Summary: read the payment modules one by one; the bug is not found yet.")
+        else:
+            self.seen.append(list(messages))
+            step = len(self.seen) - 1
+            if step >= self.steps:
+                reply = AIMessage(f"Done after {step} steps.")
+            else:
+                call = {"name": "read_file", "args": {"path": f"src/payments/module_{step}.py"}, "id": f"call-{step}"}
+                reply = AIMessage(f"Step {step}: reading the next module. " + "Notes. " * 150, tool_calls=[call])
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+model = ScriptedAgentModel()'''
+
+HOOK = [
+    ("md", "# 02 · LangGraph `create_react_agent` with the pre-model hook\n\nA scripted tool-calling model stands in for the remote one (offline); it also writes the summaries. The hook keeps every model call under the threshold while the full history stays in the agent's state."),
+    ("code", SCRIPTED),
+    ("code", """import warnings
+
+from langgraph.checkpoint.memory import InMemorySaver
+from langgraph.prebuilt import create_react_agent
+
+from langchain_context_pipeline import estimate_tokens, is_pipeline_summary
+from langchain_context_pipeline.langgraph import create_pre_model_hook
+
+warnings.filterwarnings("ignore", message="create_react_agent has been moved")
+hook = create_pre_model_hook(threshold=8000, tail_budget=2000, model=model)
+agent = create_react_agent(model, [read_file], pre_model_hook=hook, checkpointer=InMemorySaver())
+config = {"configurable": {"thread_id": "demo"}, "recursion_limit": 200}
+result = agent.invoke({"messages": [("user", "Find the bug in src/payments")]}, config)
+print(result["messages"][-1].content)"""),
+    ("md", "## What the model saw at each step\n\nTokens sent per call, and whether a summary stood in for the middle turns."),
+    ("code", """print("step  tokens  messages  summary")
+for step, request in enumerate(model.seen):
+    summary = any(is_pipeline_summary(m) for m in request)
+    print(f"{step:>4}  {estimate_tokens(request):>6}  {len(request):>8}  {'yes' if summary else '-'}")
+assert max(estimate_tokens(r) for r in model.seen) <= 8000"""),
+    ("md", "## Nothing is lost\n\nThe checkpoint holds every message; the running summary sits in the `context_summary` state key."),
+    ("code", """state = agent.get_state(config).values
+print(len(state["messages"]), "messages in the checkpoint;", estimate_tokens(state["messages"]), "tokens")
+print(state["context_summary"]["text"][:200])"""),
+]
+
+MIDDLEWARE = [
+    ("md", "# 03 · LangChain v1 `create_agent` with `ContextPipelineMiddleware`\n\nThe middleware edits only the model request; the system prompt and the tools' schemas count toward the budget."),
+    ("code", SCRIPTED),
+    ("code", """from langchain.agents import create_agent
+
+from langchain_context_pipeline import estimate_tokens
+from langchain_context_pipeline.middleware import ContextPipelineMiddleware
+
+middleware = ContextPipelineMiddleware(threshold=8000, tail_budget=2000, model=model)
+agent = create_agent(model, [read_file], system_prompt="You are a careful coding agent.", middleware=[middleware])
+result = agent.invoke({"messages": [("user", "Find the bug in src/payments")]}, {"recursion_limit": 200})
+print(result["messages"][-1].content)
+print(len(result["messages"]), "messages kept in the agent's state")"""),
+    ("code", """sizes = [estimate_tokens(r) for r in model.seen]
+print("largest request:", max(sizes), "tokens of messages (system prompt and tools come on top)")
+print("per step:", sizes)
+assert max(sizes) <= 8000"""),
+]
+
 if __name__ == "__main__":
     write("01_quickstart", QUICKSTART)
+    write("02_langgraph_pre_model_hook", HOOK)
+    write("03_create_agent_middleware", MIDDLEWARE)
     write("04_real_transcripts", REAL)
