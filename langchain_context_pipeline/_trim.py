@@ -45,6 +45,22 @@ def cut_json(value: Any, limit: int) -> Any:
     return value
 
 
+def has_long_string(value: Any, limit: int) -> bool:
+    """Return whether any string inside a JSON-like value is longer than ``limit``."""
+    # A loop, not recursion: this runs on every old tool call at every turn.
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, str):
+            if len(item) > limit:
+                return True
+        elif isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list | tuple):
+            stack.extend(item)
+    return False
+
+
 def replace_text(message: BaseMessage, text: str) -> Any:
     """Return the message's content with its text replaced by ``text``.
 
@@ -78,6 +94,10 @@ def with_cut_args(message: AIMessage, limit: int) -> tuple[AIMessage, bool]:
     ``invalid_tool_calls`` (string arguments), ``tool_use`` blocks in the content and
     OpenAI-style ``additional_kwargs["tool_calls"]``, so no provider sees the old ones.
     """
+    if not any(has_long_string(c["args"], limit) for c in message.tool_calls) and not any(
+        has_long_string(c.get("args"), limit) for c in message.invalid_tool_calls
+    ):
+        return message, False
     new_calls = [{**c, "args": cut_json(c["args"], limit)} for c in message.tool_calls]
     new_invalid = [
         {**c, "args": cut_end(str(c.get("args")), limit)} if isinstance(c.get("args"), str) else c

@@ -131,8 +131,19 @@ class Meter:
         return tokens
 
     def total(self, messages: Sequence[BaseMessage]) -> int:
-        """Return the counter's own total for ``messages`` (not cached: the hot path)."""
+        """Return the counter's own total for ``messages``.
+
+        The default estimate is a plain sum, so it reuses the per-message counts;
+        any other counter is asked for the whole list (it may add framing).
+        """
+        if self._default:
+            return sum(self.one(m) for m in messages)
         return int(self.counter(messages))
+
+    @property
+    def additive(self) -> bool:
+        """Whether the total is the sum of the per-message counts."""
+        return self._default
 
     def span(self, messages: Sequence[BaseMessage], start: int, end: int) -> int:
         """Return the summed per-message tokens of ``messages[start:end]``."""

@@ -53,17 +53,24 @@ def _size(output: str) -> str:
     return f"{len(output):,} chars"
 
 
+def _line_count(output: str) -> int:
+    # As len(output.splitlines()) for "\n" endings, without building the list.
+    if not output:
+        return 0
+    return output.count("\n") + (0 if output.endswith("\n") else 1)
+
+
 def _last_line(output: str) -> str | None:
-    for line in reversed(output.splitlines()):
-        if line.strip():
-            return shorten(line, 80)
-    return None
+    text = output.rstrip()
+    if not text:
+        return None
+    return shorten(text[text.rfind("\n") + 1 :], 80)
 
 
 def brief_execute(name: str, args: Mapping[str, Any], output: str) -> str:
     """Brief a shell command: the command, the output's line count and its last line."""
     command = _first(args, _COMMAND_KEYS)
-    lines = len(output.splitlines())
+    lines = _line_count(output)
     shown = f'"{shorten(command, 120)}"' if command else "(command)"
     brief = f"[{name}] {shown} -> {lines} lines output"
     last = _last_line(output)

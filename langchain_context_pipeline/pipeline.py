@@ -342,7 +342,8 @@ class ContextPipeline(MessagesRunnable):
         report.threshold = limit
         meter = Meter(self.token_counter)
         work = messages
-        tokens = report.tokens_before = meter.total(messages)
+        # The no-op path costs one count: no per-message cache is filled for it.
+        tokens = report.tokens_before = int(self.token_counter(messages))
         reused = self._with_running(messages, running, meter)
         if reused is not None:
             work = reused

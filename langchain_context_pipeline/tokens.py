@@ -46,8 +46,15 @@ class TokenCounter(Protocol):
         ...
 
 
+# One encoder for every count: json.dumps with options builds a new one per call.
+_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
+
+
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
+    try:
+        return _ENCODER.encode(value)
+    except (ValueError, RecursionError):  # circular or absurdly deep: count its repr
+        return repr(value)
 
 
 def _tool_call_ids(message: BaseMessage) -> frozenset[str]:
@@ -113,8 +120,12 @@ def estimate_message_tokens(message: BaseMessage) -> int:
     Characters are the content's text (non-text blocks by their JSON) plus, for an
     AIMessage, each tool call's name and JSON arguments, whatever the content's shape.
     """
-    chars, images = _content_cost(message)
-    if isinstance(message, AIMessage):
+    content = message.content
+    if isinstance(content, str):
+        chars, images = len(content), 0
+    else:
+        chars, images = _content_cost(message)
+    if isinstance(message, AIMessage) and (message.tool_calls or message.invalid_tool_calls):
         for call in message.tool_calls:
             chars += len(call["name"]) + len(_dumps(call["args"]))
             chars += len(call.get("id") or "")

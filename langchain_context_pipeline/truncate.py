@@ -169,7 +169,7 @@ def truncate(
     units = group_units(messages)
     # A counter that is not a plain sum (framing per request) is met by shrinking
     # the budget by its overhead, and again by whatever the check still finds.
-    overhead = max(total - sum(meter.one(m) for m in messages), 0)
+    overhead = 0 if meter.additive else max(total - sum(meter.one(m) for m in messages), 0)
     budget = threshold - overhead
     out: list[BaseMessage] = list(messages)
     plan = _Plan(set(range(len(messages))), {})
