@@ -11,6 +11,7 @@ import asyncio
 import concurrent.futures
 import inspect
 from collections.abc import Callable, Generator
+from contextvars import copy_context
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -87,16 +88,13 @@ def call_model(model: SummaryModel, request: SummaryRequest, timeout: float | No
         # A hung client must not hang the agent: the call runs in a worker thread
         # that is abandoned (not joined) after the timeout.
         pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix=RUN_NAME)
-        from contextvars import copy_context
-
-        ctx = copy_context()
-        future = pool.submit(ctx.run, call)
+        future = pool.submit(copy_context().run, call)
         pool.shutdown(wait=False)
-        try:
-            return future.result(timeout=timeout)
-        except concurrent.futures.TimeoutError:
+        done, _ = concurrent.futures.wait([future], timeout=timeout)
+        if not done:
             future.cancel()
             return SummaryTimeoutError(f"summariser gave no answer within {timeout} s")
+        return future.result()  # the model's own exceptions (TimeoutError too) go below
     except Exception as exc:  # every failure becomes a reply the planner handles
         return exc
 
@@ -116,9 +114,14 @@ async def acall_model(model: SummaryModel, request: SummaryRequest, timeout: flo
     try:
         if timeout is None:
             return await call()
-        return await asyncio.wait_for(call(), timeout)
-    except asyncio.TimeoutError:
-        return SummaryTimeoutError(f"summariser gave no answer within {timeout} s")
+        task = asyncio.ensure_future(call())
+        done, _ = await asyncio.wait({task}, timeout=timeout)
+        if not done:
+            task.cancel()
+            # Collect the cancelled task's outcome so nothing is logged as unretrieved.
+            task.add_done_callback(lambda t: t.cancelled() or t.exception())
+            return SummaryTimeoutError(f"summariser gave no answer within {timeout} s")
+        return task.result()  # the model's own exceptions (TimeoutError too) go below
     except Exception as exc:
         return exc
 

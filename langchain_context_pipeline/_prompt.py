@@ -60,18 +60,48 @@ def render_message(message: BaseMessage) -> str:
     return f"{message.type.upper()}: {text}"
 
 
+MAX_TRANSCRIPT_CHARS = 400_000
+"""The longest transcript sent to the summariser (about 100k tokens)."""
+
+
+def render_transcript(middle: Sequence[BaseMessage], max_chars: int) -> str:
+    """Render the middle turns, at most ``max_chars``: the oldest third and the newest rest.
+
+    Messages that do not fit are left out whole, with a line saying how many.
+    """
+    rendered = [render_message(m) for m in middle]
+    if sum(len(r) + 2 for r in rendered) <= max_chars:
+        return "\n\n".join(rendered)
+    first: list[str] = []
+    used = 0
+    for line in rendered:
+        if used + len(line) + 2 > max_chars // 3:
+            break
+        first.append(line)
+        used += len(line) + 2
+    last: list[str] = []
+    for line in reversed(rendered[len(first) :]):
+        if used + len(line) + 2 > max_chars:
+            break
+        last.append(line)
+        used += len(line) + 2
+    omitted = len(rendered) - len(first) - len(last)
+    return "\n\n".join([*first, f"[… {omitted} messages omitted here …]", *reversed(last)])
+
+
 def build_prompt(
     middle: Sequence[BaseMessage],
     previous_summary: str | None,
     max_tokens: int,
     instructions: str,
+    max_chars: int = MAX_TRANSCRIPT_CHARS,
 ) -> list[BaseMessage]:
     """Return the summariser's messages: instructions, then the fenced transcript.
 
     The fence carries a nonce derived from the transcript itself, so text inside
     the transcript cannot close the fence early.
     """
-    transcript = "\n\n".join(render_message(m) for m in middle)
+    transcript = render_transcript(middle, max_chars)
     nonce = hashlib.sha256(transcript.encode("utf-8", "surrogatepass")).hexdigest()[:16]
     parts = []
     if previous_summary:

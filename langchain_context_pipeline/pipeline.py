@@ -28,6 +28,7 @@ from langchain_context_pipeline._units import (
     coerce_messages,
     group_units,
     head_end,
+    is_system,
     tail_start,
 )
 from langchain_context_pipeline.briefs import ToolBrief
@@ -330,6 +331,26 @@ class ContextPipeline(MessagesRunnable):
             )
         return limit, tail
 
+    def _summary_fits(
+        self,
+        messages: list[BaseMessage],
+        units: list[tuple[int, int]],
+        head: int,
+        limit: int,
+        meter: Meter,
+    ) -> bool:
+        """Whether a summary could sit beside what truncation must keep.
+
+        When the head, the system messages and the last unit fill the budget by
+        themselves, truncation would drop any summary: the call is not made.
+        """
+        assert self.condenser is not None
+        last = units[-1][0] if units else len(messages)
+        must = sum(
+            meter.one(m) for i, m in enumerate(messages) if i < head or i >= last or is_system(m)
+        )
+        return must + self.condenser.min_summary_tokens <= limit
+
     def plan(
         self,
         messages: list[BaseMessage],
@@ -363,7 +384,11 @@ class ContextPipeline(MessagesRunnable):
         report.texts_trimmed = prune_stats.texts_trimmed
         tokens = report.tokens_after_prune = meter.total(work)
 
-        if tokens > limit and self.condenser is not None:
+        if (
+            tokens > limit
+            and self.condenser is not None
+            and self._summary_fits(work, units, head, limit, meter)
+        ):
             stats = CondenseStats()
             work = yield from self.condenser.plan(work, meter, stats, tail_from=tail_from)
             report.stages.append("condense")

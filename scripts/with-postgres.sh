@@ -74,6 +74,9 @@ find_bindir() {
 }
 
 BINDIR="$(find_bindir)"
+if [ -z "$BINDIR" ] && [ -n "${PG_BINDIR:-}" ]; then
+    without_postgres "PG_BINDIR=$PG_BINDIR holds no pg_ctl and initdb" "$@"
+fi
 if [ -z "$BINDIR" ]; then
     if [ "$(id -u)" -ne 0 ]; then
         without_postgres "PostgreSQL server binaries not found, and not root: cannot apt-get install postgresql" "$@"
@@ -128,6 +131,7 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT
 trap 'exit 143' TERM
+trap 'exit 129' HUP
 
 chmod 700 "$PGTMP"
 [ -n "$PG_OWNER" ] && chown "$PG_OWNER" "$PGTMP"
@@ -135,7 +139,7 @@ chmod 700 "$PGTMP"
 if ! as_pg "$BINDIR/initdb" -D "$DATA" -U postgres -A trust -E UTF8 --locale=C --no-sync \
     >"$PGTMP/initdb.log" 2>&1; then
     cat "$PGTMP/initdb.log" >&2
-    trap - EXIT INT TERM
+    trap - EXIT INT TERM HUP
     cleanup
     without_postgres "initdb failed (log above)" "$@"
 fi
@@ -174,7 +178,7 @@ for _ in 1 2 3; do
 done
 if [ -z "$STARTED" ]; then
     cat "$PGTMP/server.log" >&2 2>/dev/null
-    trap - EXIT INT TERM
+    trap - EXIT INT TERM HUP
     cleanup
     without_postgres "the PostgreSQL server did not start (log above)" "$@"
 fi
@@ -182,6 +186,8 @@ fi
 export CONTEXT_PIPELINE_PG_URL="postgresql://postgres@127.0.0.1:$PORT/postgres"
 log "PostgreSQL $("$BINDIR/postgres" --version | awk '{print $3}') on 127.0.0.1:$PORT (data in $PGTMP)"
 
+# CMD runs in the foreground: Ctrl-C reaches it (and this script, whose trap then
+# stops the server once CMD has finished). A TERM or HUP sent to this script alone
+# is handled when CMD finishes, so CMD never loses its server while it runs.
 "$@"
-status=$?
-exit "$status"
+exit $?

@@ -320,3 +320,30 @@ def test_failing_model_counts_failures_not_exceptions() -> None:
     out, stats = condenser(model).condense(conversation())
     assert model.calls == 1 and stats.summariser_failures == 1
     assert not any("rate limited" in str(m.content) for m in out)
+
+
+@pytest.mark.parametrize("mode", ["sync", "async"])
+async def test_a_timeout_raised_by_the_model_is_reported_as_its_own(mode: str) -> None:
+    def raises(prompt: Sequence[BaseMessage]) -> str:
+        raise TimeoutError("read timed out")
+
+    async def araises(prompt: Sequence[BaseMessage]) -> str:
+        raise TimeoutError("read timed out")
+
+    messages = conversation()
+    if mode == "sync":
+        _, stats = condenser(raises, summary_timeout=5).condense(messages)
+    else:
+        _, stats = await condenser(araises, summary_timeout=5).acondense(messages)
+    assert stats.failure == "TimeoutError: read timed out"
+
+
+def test_the_transcript_sent_to_the_summariser_is_capped() -> None:
+    from langchain_context_pipeline._prompt import build_prompt
+
+    middle = [HumanMessage(f"message {i} " + "x" * 5000) for i in range(1000)]
+    prompt = build_prompt(middle, None, 500, "at most {max_tokens}", max_chars=100_000)
+    body = str(prompt[1].content)
+    assert len(body) < 110_000
+    assert "message 0 " in body and "message 999 " in body
+    assert "messages omitted here" in body

@@ -264,3 +264,14 @@ def test_a_success_resets_the_failure_count() -> None:
     reports = [pipeline.compress(history).report for _ in range(6)]
     assert [r.summariser_calls for r in reports] == [1] * 6
     assert not any(r.breaker_open for r in reports)
+
+
+def test_no_summary_is_paid_for_when_what_must_be_kept_fills_the_budget() -> None:
+    model = EchoSummariser()
+    history = agent_history(steps=20)
+    history.append(ToolMessage("z" * 200_000, tool_call_id="c19-late"))
+    history.insert(-1, AIMessage("", tool_calls=[{"name": "cat", "args": {}, "id": "c19-late"}]))
+    result = ContextPipeline(threshold=8000, tail_budget=2000, model=model).compress(history)
+    assert model.calls == []
+    assert result.report.stages == ["prune", "truncate"]
+    assert estimate_tokens(result.messages) <= 8000
