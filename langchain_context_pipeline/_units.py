@@ -140,6 +140,11 @@ class Meter:
             return sum(self.one(m) for m in messages)
         return int(self.counter(messages))
 
+    def seed(self, messages: Sequence[BaseMessage], counts: Sequence[int]) -> None:
+        """Remember per-message counts already computed for ``messages``."""
+        for message, tokens in zip(messages, counts, strict=True):
+            self._cache[id(message)] = (message, tokens)
+
     @property
     def additive(self) -> bool:
         """Whether the total is the sum of the per-message counts."""
@@ -202,7 +207,35 @@ def tail_start(
             break
         used += cost
         start = unit_start
-    return max(start, floor)
+    return snap_forward(messages, units, max(start, floor), max(budget // 2, 1), meter)
+
+
+def snap_forward(
+    messages: Sequence[BaseMessage],
+    units: list[tuple[int, int]],
+    start: int,
+    step: int,
+    meter: Meter,
+) -> int:
+    """Move a cut at ``start`` forward to the next *checkpoint*, a cut that rarely moves.
+
+    Checkpoints are the unit starts where the running token count from the first
+    message enters a new multiple of ``step``. They depend only on the messages
+    before them, so as a conversation grows a cut snapped to them stays put until
+    the history has grown by about ``step`` tokens: every turn in between sends the
+    same prefix, which a provider's prompt cache can reuse. The last unit's start
+    is always a checkpoint, so the cut never passes the newest message.
+    """
+    if not units or start >= units[-1][0]:
+        return start
+    position = 0
+    bucket = -1
+    for unit_start, unit_end in units:
+        if unit_start >= start and position // step != bucket:
+            return unit_start
+        bucket = position // step
+        position += meter.span(messages, unit_start, unit_end)
+    return units[-1][0]
 
 
 def split(

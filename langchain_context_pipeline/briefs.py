@@ -49,6 +49,16 @@ def _first(args: Mapping[str, Any], keys: tuple[str, ...]) -> str | None:
     return None
 
 
+def call_target(args: Mapping[str, Any]) -> str | None:
+    """Return what a tool call acted on: its path, command, query or URL, if any."""
+    return (
+        _first(args, _PATH_KEYS)
+        or _first(args, _COMMAND_KEYS)
+        or _first(args, _QUERY_KEYS)
+        or _first(args, _URL_KEYS)
+    )
+
+
 def _size(output: str) -> str:
     return f"{len(output):,} chars"
 
@@ -60,11 +70,35 @@ def _line_count(output: str) -> int:
     return output.count("\n") + (0 if output.endswith("\n") else 1)
 
 
+_VERDICT = re.compile(
+    r"\b\d+ (passed|failed|errors?|skipped)\b|\b(FAILED|PASSED|FAIL|OK)\b|Traceback|"
+    r"^\s*\w*(Error|Exception)\b|\berror:|exit code|BUILD (SUCCESS|FAILED)|Ran \d+ tests?",
+    re.IGNORECASE,
+)
+_VERDICT_WORDS = ("pass", "fail", "error", "traceback", "exit code", "exception", "ok", "ran ")
+_BOILERPLATE = re.compile(r"^\s*(</?[\w:-]+>|[-=_*#`~]{3,}|\$|>+)\s*$")
+_VERDICT_LINES = 12
+"""How many of an output's last lines are searched for a verdict."""
+
+
 def _last_line(output: str) -> str | None:
-    text = output.rstrip()
-    if not text:
-        return None
-    return shorten(text[text.rfind("\n") + 1 :], 80)
+    """Return the line that best says how a command ended.
+
+    The last line near the end that reads like a verdict (``3 passed``, ``FAILED``,
+    ``Traceback``, ``exit code 1``, ``SomeError: ...``); else the last line that is
+    not boilerplate such as a closing tag or a rule.
+    """
+    # Briefs are rebuilt for every old tool result at every turn: a cheap word test
+    # picks the candidate lines, and only those meet the regular expression.
+    lines = output[-_VERDICT_LINES * 200 :].rstrip().splitlines()[-_VERDICT_LINES:]
+    for line in reversed(lines):
+        low = line.lower()
+        if any(word in low for word in _VERDICT_WORDS) and _VERDICT.search(line):
+            return shorten(line, 80)
+    for line in reversed(lines):
+        if line.strip() and not _BOILERPLATE.match(line):
+            return shorten(line, 80)
+    return None
 
 
 def brief_execute(name: str, args: Mapping[str, Any], output: str) -> str:

@@ -42,7 +42,7 @@ from langchain_context_pipeline._units import (
     split,
 )
 from langchain_context_pipeline.briefs import ToolBrief
-from langchain_context_pipeline.digest import build_digest
+from langchain_context_pipeline.digest import build_digest, build_index
 from langchain_context_pipeline.tokens import message_text, resolve_token_counter
 
 __all__ = ["CONDENSED_TAG", "DIGEST", "CondenseStats", "Condenser", "is_pipeline_summary"]
@@ -266,6 +266,13 @@ class Condenser(MessagesRunnable):
             if text is not None and meter.one(HumanMessage(text)) >= replaced_tokens:
                 text, failure = None, "the summary is not smaller than what it replaces"
             if text is not None:
+                # An index of the turns takes what the summary leaves of its budget,
+                # and at least a quarter of it: paths, commands and requests stay
+                # findable whatever the model wrote.
+                room = budget * 4 - len(CONDENSED_TAG) - 8
+                index = build_index(body, max(room - len(text), room // 4))
+                if index:
+                    text = f"{cut_end(text, room - len(index) - 2)}\n\n{index}"
                 summary = self._summary_message(text, replaced, budget, meter, "model")
             stats.breaker_opened = self.breaker.record(text is not None)
             if text is None:

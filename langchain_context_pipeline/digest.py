@@ -13,10 +13,10 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
 from langchain_context_pipeline._units import pipeline_kind
-from langchain_context_pipeline.briefs import ToolBrief, brief_for, shorten
+from langchain_context_pipeline.briefs import ToolBrief, brief_for, call_target, shorten
 from langchain_context_pipeline.tokens import message_text
 
-__all__ = ["build_digest"]
+__all__ = ["build_digest", "build_index"]
 
 
 def _tool_lines(middle: Sequence[BaseMessage], briefs: Mapping[str, ToolBrief] | None) -> list[str]:
@@ -57,6 +57,33 @@ def _fit(lines: list[str], room: int, keep: str) -> list[str]:
         note = f"({omitted} {'later' if keep == 'first' else 'earlier'} entries omitted)"
         chosen = [*chosen, note] if keep == "first" else [note, *chosen]
     return chosen
+
+
+def build_index(middle: Sequence[BaseMessage], max_chars: int, *, what: str = "condensed") -> str:
+    """Return a mechanical index of ``middle``: each user request and each call's target.
+
+    It is appended to a model's summary when the summary leaves room, so the
+    paths, commands and requests of condensed turns stay findable whatever the
+    model wrote. The newest entries are kept first when not all fit.
+    """
+    entries: list[str] = []
+    for message in middle:
+        if isinstance(message, HumanMessage) and not pipeline_kind(message):
+            text = message_text(message).strip()
+            if text:
+                entries.append("- user: " + shorten(text, 100))
+        elif isinstance(message, AIMessage):
+            for call in message.tool_calls:
+                args = call["args"] if isinstance(call["args"], Mapping) else {}
+                target = call_target(args)
+                entries.append(f"- {call['name']}: {shorten(target, 100)}" if target else "")
+    # A file read ten times is listed once, where it was last used.
+    newest = {entry: i for i, entry in enumerate(entries) if entry}
+    entries = sorted(newest, key=newest.__getitem__)
+    if not entries or max_chars < 60:
+        return ""
+    header = f"Index of the {what} turns (mechanical):"
+    return "\n".join([header, *_fit(entries, max_chars - len(header) - 1, keep="last")])
 
 
 def build_digest(

@@ -38,7 +38,11 @@ from langchain_context_pipeline.condenser import (
     is_pipeline_summary,
 )
 from langchain_context_pipeline.pruner import Pruner
-from langchain_context_pipeline.tokens import message_text, resolve_token_counter
+from langchain_context_pipeline.tokens import (
+    estimate_message_tokens,
+    message_text,
+    resolve_token_counter,
+)
 from langchain_context_pipeline.truncate import truncate
 
 __all__ = ["CompressionReport", "CompressionResult", "ContextPipeline", "RunningSummary"]
@@ -363,8 +367,15 @@ class ContextPipeline(MessagesRunnable):
         report.threshold = limit
         meter = Meter(self.token_counter)
         work = messages
-        # The no-op path costs one count: no per-message cache is filled for it.
-        tokens = report.tokens_before = int(self.token_counter(messages))
+        # The no-op path costs one count; with the default estimate, that count is
+        # kept per message for the stages that follow.
+        counts: list[int] | None = None
+        if meter.additive:
+            counts = [estimate_message_tokens(m) for m in messages]
+            tokens = sum(counts)
+        else:
+            tokens = int(self.token_counter(messages))
+        report.tokens_before = tokens
         reused = self._with_running(messages, running, meter)
         if reused is not None:
             work = reused
@@ -373,16 +384,27 @@ class ContextPipeline(MessagesRunnable):
         if tokens <= limit:
             report.tokens_after = tokens
             return CompressionResult(work, report, running if reused is not None else None)
+        if counts is not None:
+            meter.seed(messages, counts)
 
         units = group_units(work)
         head = head_end(work, units, self.head_count)
         tail_from = tail_start(work, units, tail, meter, floor=head)
+        before_prune = work
         work, prune_stats = self.pruner.prune(work, tail_from, head)
         report.stages.append("prune")
         report.briefed = prune_stats.briefed
         report.args_trimmed = prune_stats.args_trimmed
         report.texts_trimmed = prune_stats.texts_trimmed
-        tokens = report.tokens_after_prune = meter.total(work)
+        if meter.additive:  # only the messages the Pruner replaced are counted again
+            tokens += sum(
+                meter.one(new) - meter.one(old)
+                for new, old in zip(work, before_prune, strict=True)
+                if new is not old
+            )
+        else:
+            tokens = meter.total(work)
+        report.tokens_after_prune = tokens
 
         if (
             tokens > limit

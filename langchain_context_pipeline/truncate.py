@@ -26,7 +26,9 @@ from langchain_context_pipeline._units import (
     head_end,
     is_system,
     pipeline_kind,
+    snap_forward,
 )
+from langchain_context_pipeline.digest import build_index
 from langchain_context_pipeline.tokens import message_text, resolve_token_counter
 
 __all__ = ["TruncateStats", "hard_truncate", "truncate"]
@@ -46,13 +48,23 @@ class TruncateStats:
     """Kept messages cut in the middle to fit."""
 
 
-def removal_note(dropped: Sequence[BaseMessage]) -> HumanMessage:
-    """Return the note that stands where ``dropped`` messages were removed."""
+_NOTE_CHARS = 72
+"""Room for the note's first line."""
+
+
+def removal_note(dropped: Sequence[BaseMessage], index_chars: int = 0) -> HumanMessage:
+    """Return the note that stands where ``dropped`` messages were removed.
+
+    With ``index_chars``, the note also lists (newest first, within that size)
+    the user requests and the paths and commands of the removed turns.
+    """
     key = hashlib.sha256()
     for m in dropped:
         key.update((m.id or message_text(m)[:200]).encode("utf-8", "surrogatepass"))
+    content = f"[{len(dropped)} earlier messages were removed to fit the context window.]"
+    index = build_index(dropped, index_chars, what="removed") if index_chars else ""
     return HumanMessage(
-        content=f"[{len(dropped)} earlier messages were removed to fit the context window.]",
+        content=f"{content}\n{index}" if index else content,
         id=f"context-note-{key.hexdigest()[:20]}",
         response_metadata={METADATA_KEY: {"kind": "note", "dropped": len(dropped)}},
     )
@@ -88,6 +100,7 @@ def _shrink(message: BaseMessage, excess: int, meter: Meter) -> BaseMessage:
 class _Plan:
     keep: set[int]
     shrunk: dict[int, BaseMessage]
+    index_chars: int = 0
 
 
 def _select(
@@ -105,8 +118,14 @@ def _select(
         if u[1] <= h or u == units[-1] or any(is_system(messages[i]) for i in range(*u))
     ]
     keep: set[int] = {i for u in mandatory for i in range(*u)}
-    note_cost = meter.one(removal_note(messages[:0]).model_copy(update={"content": "x" * 72}))
-    used = sum(meter.one(messages[i]) for i in keep) + note_cost
+    used = sum(meter.one(messages[i]) for i in keep)
+    # The note lists what it replaces in up to a twentieth of the budget, when that fits.
+    index_chars = min(budget // 20, 1000) * 4
+    note_cost = meter.one(HumanMessage("x" * (_NOTE_CHARS + index_chars)))
+    if used + note_cost > budget:
+        index_chars = 0
+        note_cost = meter.one(HumanMessage("x" * _NOTE_CHARS))
+    used += note_cost
     optional = [u for u in units if u not in mandatory]
     summaries = [
         u for u in optional if any(pipeline_kind(messages[i]) == "summary" for i in range(*u))
@@ -116,14 +135,22 @@ def _select(
         if used + cost <= budget:
             keep.update(range(*u))
             used += cost
-    for u in reversed(optional):
-        if u in summaries:
-            continue
+    fill = [u for u in optional if u not in summaries]
+    first = len(messages)
+    room = budget - used
+    for u in reversed(fill):
         cost = meter.span(messages, *u)
-        if used + cost > budget:
+        if cost > room:
             break
-        keep.update(range(*u))
-        used += cost
+        room -= cost
+        first = u[0]
+    # Keep the tail from a checkpoint on, so the dropped span (and the note saying
+    # so) changes only every quarter budget, not at every turn.
+    first = snap_forward(messages, units, first, max(budget // 4, 1), meter)
+    for u in fill:
+        if u[0] >= first:
+            keep.update(range(*u))
+            used += meter.span(messages, *u)
     shrunk: dict[int, BaseMessage] = {}
     if used > budget:
         # What must be kept does not fit: cut the largest kept messages, system last.
@@ -138,7 +165,7 @@ def _select(
             before = meter.one(messages[i])
             shrunk[i] = _shrink(messages[i], excess, meter)
             used -= before - meter.one(shrunk[i])
-    return _Plan(keep, shrunk)
+    return _Plan(keep, shrunk, index_chars)
 
 
 def _assemble(messages: Sequence[BaseMessage], plan: _Plan) -> list[BaseMessage]:
@@ -148,7 +175,7 @@ def _assemble(messages: Sequence[BaseMessage], plan: _Plan) -> list[BaseMessage]
     for i, message in enumerate(messages):
         if i not in plan.keep:
             if not noted:
-                out.append(removal_note(dropped))
+                out.append(removal_note(dropped, plan.index_chars))
                 noted = True
             continue
         out.append(plan.shrunk.get(i, message))

@@ -27,7 +27,10 @@ def test_keeps_head_tail_and_a_note() -> None:
     assert out[:2] == messages[:2]
     assert out[2].content.startswith("[") and "earlier messages were removed" in out[2].content
     dropped = len(messages) - (len(out) - 1)
-    assert out[2].content == f"[{dropped} earlier messages were removed to fit the context window.]"
+    first, *index = out[2].content.splitlines()
+    assert first == f"[{dropped} earlier messages were removed to fit the context window.]"
+    assert index[0] == "Index of the removed turns (mechanical):"
+    assert index[-1].startswith("- user: q") and all(line.startswith(("- user: q", "(")) for line in index[1:])
     assert out[3:] == messages[-(len(out) - 3) :]
 
 
