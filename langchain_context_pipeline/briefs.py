@@ -75,7 +75,7 @@ _VERDICT = re.compile(
     r"^\s*\w*(Error|Exception)\b|\berror:|exit code|BUILD (SUCCESS|FAILED)|Ran \d+ tests?",
     re.IGNORECASE,
 )
-_VERDICT_WORDS = ("pass", "fail", "error", "traceback", "exit code", "exception", "ok", "ran ")
+_VERDICT_WORDS = re.compile("pass|fail|error|traceback|exit code|exception|ok|ran ")
 _BOILERPLATE = re.compile(r"^\s*(</?[\w:-]+>|[-=_*#`~]{3,}|\$|>+)\s*$")
 _VERDICT_LINES = 12
 """How many of an output's last lines are searched for a verdict."""
@@ -92,8 +92,7 @@ def _last_line(output: str) -> str | None:
     # picks the candidate lines, and only those meet the regular expression.
     lines = output[-_VERDICT_LINES * 200 :].rstrip().splitlines()[-_VERDICT_LINES:]
     for line in reversed(lines):
-        low = line.lower()
-        if any(word in low for word in _VERDICT_WORDS) and _VERDICT.search(line):
+        if _VERDICT_WORDS.search(line.lower()) and _VERDICT.search(line):
             return shorten(line, 80)
     for line in reversed(lines):
         if line.strip() and not _BOILERPLATE.match(line):

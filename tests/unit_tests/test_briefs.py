@@ -108,8 +108,12 @@ def test_brief_respects_the_limit_and_is_one_line() -> None:
 
 def test_execute_brief_prefers_the_verdict_over_boilerplate() -> None:
     output = "collected 12 items\n...\n===== 2 failed, 10 passed in 1.2s =====\n</output>\n[Command finished]\n"
-    assert brief_for("bash", {"command": "pytest"}, output).endswith("last: ===== 2 failed, 10 passed in 1.2s =====")
+    assert brief_for("bash", {"command": "pytest"}, output).endswith(
+        "last: ===== 2 failed, 10 passed in 1.2s ====="
+    )
     traceback = "Traceback (most recent call last):\n  File x\nValueError: bad value\n</output>"
-    assert brief_for("bash", {"command": "python x.py"}, traceback).endswith("last: ValueError: bad value")
+    assert brief_for("bash", {"command": "python x.py"}, traceback).endswith(
+        "last: ValueError: bad value"
+    )
     plain = "line one\nthe actual last words\n</output>\n"
     assert brief_for("bash", {"command": "ls"}, plain).endswith("last: the actual last words")

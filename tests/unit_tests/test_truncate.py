@@ -30,7 +30,9 @@ def test_keeps_head_tail_and_a_note() -> None:
     first, *index = out[2].content.splitlines()
     assert first == f"[{dropped} earlier messages were removed to fit the context window.]"
     assert index[0] == "Index of the removed turns (mechanical):"
-    assert index[-1].startswith("- user: q") and all(line.startswith(("- user: q", "(")) for line in index[1:])
+    assert index[-1].startswith("- user: q") and all(
+        line.startswith(("- user: q", "(")) for line in index[1:]
+    )
     assert out[3:] == messages[-(len(out) - 3) :]
 
 

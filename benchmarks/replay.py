@@ -1,0 +1,148 @@
+"""Replay every transcript turn by turn through every strategy and measure each request."""
+
+from __future__ import annotations
+
+import gc
+import time
+import warnings
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from langchain_core.messages import BaseMessage
+
+from benchmarks.data import Transcript
+from benchmarks.fake import FakeSummariser
+from benchmarks.metrics import (
+    CACHED_PRICE,
+    OUTPUT_PRICE,
+    Counter,
+    Fingerprint,
+    RunStats,
+    check_pairs,
+    common_prefix,
+    haystack,
+    retention,
+    task_text,
+)
+from benchmarks.strategies import STRATEGIES, Strategy
+
+
+@dataclass
+class WindowResult:
+    """Every strategy on every transcript at one window."""
+
+    window: int
+    runs: dict[str, dict[str, RunStats]] = field(default_factory=dict)
+    """``runs[strategy_key][transcript_name]``."""
+    strategies: list[Strategy] = field(default_factory=list)
+    wall_s: float = 0.0
+    error_samples: list[str] = field(default_factory=list)
+
+    def total(self, key: str) -> RunStats:
+        out = RunStats()
+        for stats in self.runs[key].values():
+            out.add(stats)
+        return out
+
+
+def replay_one(
+    strategy: Strategy,
+    transcript: Transcript,
+    second: Callable[[Sequence[BaseMessage]], int] | None,
+    errors: list[str],
+) -> RunStats:
+    """Replay one transcript through one strategy; return its measurements."""
+    messages = transcript.messages()
+    strategy.start()
+    strategy.fake.reset()
+    counter = Counter(second)
+    history_counter = Counter()
+    stats = RunStats()
+    task = task_text(messages)
+    previous: list[Fingerprint] = []
+    model_input: list[BaseMessage] = []
+    history: list[BaseMessage] = []
+    start = 0
+    for end in transcript.request_ends:
+        history = messages[:end]
+        new = messages[start:end]
+        start = end
+        before_fake = strategy.fake.elapsed_ns
+        before_calls = len(strategy.fake.calls)
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                model_input = strategy.step(history, new)
+            except Exception as exc:  # a crash is a finding, not the end of the run
+                stats.errors += 1
+                if len(errors) < 20:
+                    errors.append(f"{strategy.key} on {transcript.name}: {exc!r}"[:300])
+                model_input = history
+                strategy.last_ns = 0
+        stats.warnings += len(caught)
+        spent = strategy.last_ns - (strategy.fake.elapsed_ns - before_fake)
+        stats.overhead_us.append(max(spent, 0) / 1000)
+
+        fps, tokens, tokens_2 = counter.measure(model_input)
+        shared = common_prefix(previous, fps)
+        previous = fps
+        total = sum(tokens)
+        if sum(history_counter.measure(history)[1]) > strategy.window:
+            stats.requests_beyond += 1
+            stats.cost_beyond += (total - sum(tokens[:shared])) + CACHED_PRICE * sum(
+                tokens[:shared]
+            )
+            for call in strategy.fake.calls[before_calls:]:
+                stats.cost_beyond += call.input_tokens + OUTPUT_PRICE * call.output_tokens
+        stats.requests += 1
+        stats.input_tokens += total
+        stats.cached_tokens += sum(tokens[:shared])
+        stats.input_tokens_tiktoken += sum(tokens_2)
+        stats.cached_tokens_tiktoken += sum(tokens_2[:shared])
+        stats.max_input = max(stats.max_input, total)
+        if total > strategy.window:
+            stats.overflows += 1
+        orphans, unanswered = check_pairs(model_input)
+        stats.orphans += orphans
+        stats.unanswered += unanswered
+        stats.broken_requests += int(bool(orphans or unanswered))
+        if task is not None and task not in haystack(model_input):
+            stats.task_lost += 1
+
+    stats.summaries_written = strategy.summaries
+    for call in strategy.fake.calls:
+        stats.summariser_calls += 1
+        stats.summariser_input += call.input_tokens
+        stats.summariser_output += call.output_tokens
+        stats.summariser_input_tiktoken += call.input_tokens_tiktoken or 0
+        stats.summariser_output_tiktoken += call.output_tokens_tiktoken or 0
+    if transcript.request_ends:
+        stats.retention = retention(history, model_input)
+    return stats
+
+
+def replay(
+    transcripts: Sequence[Transcript],
+    window: int,
+    second: Callable[[Sequence[BaseMessage]], int] | None = None,
+    strategies: Sequence[type[Strategy]] = STRATEGIES,
+    progress: Callable[[str], None] | None = None,
+) -> WindowResult:
+    """Replay ``transcripts`` through ``strategies`` at ``window`` tokens."""
+    began = time.perf_counter()
+    result = WindowResult(window=window)
+    for cls in strategies:
+        fake = FakeSummariser()
+        fake.set_second_counter(second)
+        strategy = cls(window, fake)
+        result.strategies.append(strategy)
+        runs: dict[str, RunStats] = {}
+        t0 = time.perf_counter()
+        for transcript in transcripts:
+            gc.collect()
+            runs[transcript.name] = replay_one(strategy, transcript, second, result.error_samples)
+        result.runs[strategy.key] = runs
+        if progress is not None:
+            progress(f"  {window // 1000}k {strategy.label}: {time.perf_counter() - t0:.1f} s")
+    result.wall_s = time.perf_counter() - began
+    return result

@@ -1,0 +1,403 @@
+"""Render the gathered figures as BENCHMARKS.md."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+NOTES = Path(__file__).resolve().parent / "NOTES.md"
+"""Hand-written analysis embedded at the end of the report, if present."""
+
+
+def _pct(x: float | None, digits: int = 1) -> str:
+    return "n/a" if x is None else f"{100 * x:.{digits}f}%"
+
+
+def _num(x: float | None) -> str:
+    return "n/a" if x is None else f"{x:,.0f}"
+
+
+def _table(header: list[str], rows: list[list[str]]) -> list[str]:
+    out = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    out += ["| " + " | ".join(row) + " |" for row in rows]
+    return out
+
+
+def _k(window: str) -> str:
+    return f"{int(window) // 1000}k"
+
+
+def _summary_rows(data: dict[str, Any], config: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for key, t in data["totals"].items():
+        r = t["retention"]
+        rows.append(
+            [
+                config[key]["label"],
+                _num(t["input_tokens"]),
+                _pct(t["cached_share"], 0),
+                f"**{_pct(t['cost_share'])}**",
+                f"{t['summariser_calls']} ({t['summaries_written']})",
+                f"{t['overflows']} ({t['max_input'] / data['window']:.2f}x)",
+                f"{t['orphans']} / {t['unanswered']}",
+                str(t["task_lost"]),
+                f"{_pct(r['args'], 0)} / {_pct(r['users'], 0)} / {_pct(r['result'], 0)}",
+                f"{_num(t['overhead_us']['median'])} / {_num(t['overhead_us']['p95'])}",
+            ]
+        )
+    return rows
+
+
+SUMMARY_HEADER = [
+    "strategy",
+    "input tokens",
+    "cached",
+    "cost vs none",
+    "summariser calls (summaries written)",
+    "overflows (largest / window)",
+    "orphans / unanswered",
+    "requests without the task",
+    "retention: args / users / test result",
+    "overhead µs median / p95",
+]
+
+
+def summary_markdown(out: dict[str, Any]) -> str:
+    """The summary tables alone (also printed by the command)."""
+    config = out["config"]["strategies"]
+    lines: list[str] = []
+    for window, data in out["windows"].items():
+        lines.append(
+            f"### Window {_k(window)} (tail {data['tail_budget']:,}), "
+            f"{data['totals']['none']['requests']} requests"
+        )
+        lines.append("")
+        lines += _table(SUMMARY_HEADER, _summary_rows(data, config))
+        lines.append("")
+    return "\n".join(lines)
+
+
+def _targets(out: dict[str, Any]) -> list[str]:
+    rows = [
+        [
+            t["target"],
+            t["window"],
+            t["strategy"],
+            t["value"],
+            t["need"],
+            "✅ met" if t["met"] else "❌ missed",
+            t["note"],
+        ]
+        for t in out["targets"]
+    ]
+    met = sum(1 for t in out["targets"] if t["met"])
+    lines = [f"{met} of {len(out['targets'])} met.", ""]
+    lines += _table(["target", "window", "ours", "value", "needed", "", "note"], rows)
+    return lines
+
+
+def _per_transcript(out: dict[str, Any]) -> list[str]:
+    config = out["config"]["strategies"]
+    keys = list(config)
+    lines: list[str] = []
+    for window, data in out["windows"].items():
+        per = data["per_transcript"]
+        names = list(per["none"])
+        lines += [f"### Window {_k(window)}: cost vs no management", ""]
+        rows = [[n] + [_pct(per[k][n]["cost_share"], 0) for k in keys] for n in names]
+        lines += _table(["transcript"] + [config[k]["label"] for k in keys], rows)
+        lines += [
+            "",
+            f"### Window {_k(window)}: overflows · summariser calls · orphans/unanswered",
+            "",
+        ]
+        rows = []
+        for n in names:
+            cells = []
+            for k in keys:
+                s = per[k][n]
+                cell = f"{s['overflows']} · {s['summariser_calls']}"
+                if s["orphans"] or s["unanswered"]:
+                    cell += f" · {s['orphans']}/{s['unanswered']}"
+                if s["errors"]:
+                    cell += f" · {s['errors']} errors"
+                cells.append(cell)
+            rows.append([n, *cells])
+        lines += _table(["transcript"] + [config[k]["label"] for k in keys], rows)
+        lines += [
+            "",
+            f"### Window {_k(window)}: retention in the final request (args / users / test result)",
+            "",
+        ]
+        rows = []
+        for n in names:
+            cells = []
+            for k in keys:
+                r = per[k][n]["retention"]
+                parts = [
+                    f"{r['args_kept']}/{r['args_total']}" if r["args_total"] else "-",
+                    f"{r['users_kept']}/{r['users_total']}" if r["users_total"] else "-",
+                    ("✓" if r["result_kept"] else "✗") if r["result_total"] else "-",
+                ]
+                cells.append(" ".join(parts))
+            rows.append([n, *cells])
+        lines += _table(["transcript"] + [config[k]["label"] for k in keys], rows)
+        lines.append("")
+    return lines
+
+
+def _cost_parts(out: dict[str, Any]) -> list[str]:
+    config = out["config"]["strategies"]
+    lines: list[str] = []
+    for window, data in out["windows"].items():
+        none = data["totals"]["none"]
+        floor = 1 - (none["cost_beyond_window"] / none["cost"] if none["cost"] else 0)
+        lines += [
+            f"### Window {_k(window)}",
+            "",
+            f"{none['requests_beyond_window']} of {none['requests']} requests have a history "
+            f"larger than the window. The other requests carry {_pct(floor)} of no "
+            "management's cost: a strategy that passes requests within the window through "
+            "unchanged (ours, by design) cannot cost less than that in total, whatever it does "
+            "beyond the window. The column 'beyond the window' compares each strategy with no "
+            "management on those requests only: the part a strategy controls.",
+            "",
+        ]
+        rows = []
+        for key, t in data["totals"].items():
+            p = t["cost_parts"]
+            rows.append(
+                [
+                    config[key]["label"],
+                    _pct(p["uncached"]),
+                    _pct(p["cached"]),
+                    _pct(p["summariser_input"]),
+                    _pct(p["summariser_output"]),
+                    f"**{_pct(t['cost_share'])}**",
+                    _pct(t["cost_within_share"]),
+                    _pct(t["cost_beyond_share"]),
+                    _num(t["input_tokens"] - t["cached_tokens"]),
+                ]
+            )
+        lines += _table(
+            [
+                "strategy",
+                "uncached input",
+                "0.1 x cached",
+                "summariser input",
+                "4 x summariser output",
+                "total",
+                "of which: requests within the window",
+                "beyond the window, vs none there",
+                "uncached tokens",
+            ],
+            rows,
+        )
+        lines.append("")
+        stages = data.get("our_stages", {})
+        for key, tally in stages.items():
+            parts = ", ".join(f"{name}: {n}" for name, n in tally.items())
+            lines.append(f"- {config[key]['label']}, stages per request: {parts}")
+        lines.append("")
+    return lines
+
+
+def _tiktoken(out: dict[str, Any]) -> list[str]:
+    config = out["config"]["strategies"]
+    if not out["meta"]["tiktoken"]["measured"]:
+        return [f"Not measured: {out['meta']['tiktoken']['note']}.", ""]
+    lines = [
+        f"Counted with {out['meta']['tiktoken']['note']} (the project's `tiktoken_counter`).",
+        "",
+    ]
+    windows = list(out["windows"])
+    header = ["strategy"]
+    for w in windows:
+        header += [f"input tokens {_k(w)}", f"cost vs none {_k(w)}", f"(estimate {_k(w)})"]
+    rows = []
+    for key in config:
+        row = [config[key]["label"]]
+        for w in windows:
+            t = out["windows"][w]["totals"][key]
+            row += [
+                _num(t["tiktoken"]["input_tokens"]),
+                _pct(t["tiktoken"]["cost_share"]),
+                _pct(t["cost_share"]),
+            ]
+        rows.append(row)
+    return [*lines, *_table(header, rows), ""]
+
+
+def _scaling(out: dict[str, Any]) -> list[str]:
+    scaling = out.get("scaling")
+    if not scaling:
+        return ["Not measured.", ""]
+    intro = [
+        "Each history is the system prompt and task of a real transcript, then tool-call units "
+        "and turns drawn at random (fixed seed) from the native-tool transcripts, with fresh "
+        "ids. On the same list: `count_tokens_approximately(history)`; `trim_messages("
+        'strategy="last", max_tokens=total // 4, start_on="human", include_system=True, '
+        "token_counter=count_tokens_approximately)`; ours no-op: `ContextPipeline(threshold="
+        "total + 1).compress(history)`; ours prune path: `ContextPipeline(threshold=total - 1, "
+        "tail_budget=8000).compress(history)` (pruning alone gets under it: checked below). "
+        "Sizes and operations are timed round-robin, each size's repeats spread over the whole "
+        "run, after a warm-up, with the objects that existed before timing frozen out of the "
+        "garbage collector (`gc.freeze`); peak memory of one call by tracemalloc. The machine "
+        "is shared: ratios measured in one run are more reliable than absolute times, and the "
+        "minimum, which load from elsewhere can only raise, is shown beside the median (the "
+        "targets are judged on the median).",
+        "",
+    ]
+    rows = []
+    for size in scaling["sizes"]:
+        for name, op in size["ops"].items():
+            rows.append(
+                [
+                    f"{size['messages']:,}",
+                    f"{size['tokens']:,}",
+                    name,
+                    _num(op["median_us"]),
+                    _num(op["p95_us"]),
+                    _num(op["min_us"]),
+                    f"{op['ratio_to_count']:.2f}x",
+                    f"{op['ratio_to_count_min']:.2f}x",
+                    f"{op['peak_kib']:,.0f}",
+                    str(op["repeats"]),
+                ]
+            )
+    lines = intro + _table(
+        [
+            "messages",
+            "tokens (estimate)",
+            "operation",
+            "median µs",
+            "p95 µs",
+            "min µs",
+            "vs count_tokens_approximately (median)",
+            "(min)",
+            "peak KiB (tracemalloc)",
+            "repeats",
+        ],
+        rows,
+    )
+    growth = scaling["growth_1k_to_10k"]
+    growth_min = scaling.get("growth_1k_to_10k_min", {})
+    if growth:
+        lines += [
+            "",
+            "Growth from 1,000 to 10,000 messages, median time (min time): "
+            + ", ".join(
+                f"{name} {g:.2f}x ({growth_min.get(name) or 0:.2f}x)"
+                for name, g in growth.items()
+                if g is not None
+            )
+            + ".",
+        ]
+    checks = []
+    for size in scaling["sizes"]:
+        checks.append(
+            f"{size['messages']:,}: no-op returned the same list: "
+            f"{'yes' if size['noop_returns_same_list'] else 'NO'}, prune path stages: "
+            f"{'+'.join(size['prune_path_stages'])}"
+        )
+    lines += ["", "Checks: " + "; ".join(checks) + "."]
+    return [*lines, ""]
+
+
+def render(out: dict[str, Any]) -> str:
+    """Return the whole report."""
+    meta = out["meta"]
+    m = meta["machine"]
+    config = out["config"]
+    strategies = config["strategies"]
+    git = m["git"]
+    commit = git.get("commit") or "unknown"
+    if git.get("dirty"):
+        commit += " (with uncommitted changes)"
+    lines = [
+        "# Benchmarks: the pipeline and its peers on real agent transcripts",
+        "",
+        "Generated by `benchmarks/` (do not edit by hand: run the command below again).",
+        "",
+        f"- Date: {meta['date']}",
+        f"- Command: `{meta['command']}`" + (" (quick mode)" if meta["quick"] else ""),
+        f"- Wall time: {meta['wall_s'].get('total', 0):.0f} s ("
+        + ", ".join(f"{k} {v:.0f} s" for k, v in meta["wall_s"].items() if k != "total")
+        + ")",
+        f"- Machine: {m['nproc']} cores, {m['cpu']}, {m['memory_gib']} GiB, "
+        f"Python {m['python']}, {m['platform']}",
+        "- Packages: "
+        + ", ".join(f"{k} {v}" for k, v in m["packages"].items() if v is not None)
+        + f"; project commit {commit}",
+        "",
+        "## How it is measured",
+        "",
+        f"- Transcripts: {len(config['transcripts'])} real agent runs "
+        f"({sum(t['requests'] for t in config['transcripts'])} requests) from "
+        "`benchmarks/transcripts/` (licences and provenance in its `MANIFEST.md`). "
+        "Each is replayed turn by turn: before each assistant message, the history so far is "
+        "the request (plus the whole history when a transcript does not end with the model's "
+        "answer). Messages get stable ids `m0`, `m1`... as a checkpointer would give them.",
+        "- Windows: " + ", ".join(f"{w:,}" for w in config["windows"]) + " tokens; the tail "
+        "(ours) and `keep` (SummarizationMiddleware) are a quarter of the window.",
+        "- One token counter for every figure: the project's `estimate_tokens` "
+        "(ceil(chars / 4) + 4 per message, tool calls by their JSON, images 1600). "
+        "Peers keep their own default counter for their own decisions "
+        "(`count_tokens_approximately`), as their users would, except `trim_messages`, "
+        "which needs one and gets ours.",
+        f"- One fake summariser (a `BaseChatModel`) serves every strategy: its reply is the "
+        f"first min({config['fake_summariser']['share']:.0%} of its prompt's characters, "
+        f"{config['fake_summariser']['cap_chars']:,}) characters of its prompt. "
+        "It records calls and tokens; its time is subtracted from the overhead.",
+        "- Cost model (prices relative to one uncached input token, as e.g. GPT-4.1 or "
+        "Claude Sonnet price them: cached reads 0.1x, output 4-5x): effective cost = uncached "
+        "input + 0.1 x cached input + summariser input + 4 x summariser output; cache writes "
+        "are free and every request may reuse the longest common prefix (message by message, "
+        "as the provider sees them: role, content, tool calls) of the previous request. "
+        "Shown as a share of no management on the same transcripts.",
+        "- Overflows: requests above the window. Orphans: tool results not right after the "
+        "assistant message that called them (with only tool results in between); unanswered: "
+        "calls with no result there. Both are summed over every request sent.",
+        "- Requests without the task: requests whose input lacks the first 80 characters of "
+        "the first user message.",
+        "- Retention, in the final request of each transcript: the share of tool-call "
+        "arguments `path`, `file_path`, `command`, `cmd`, `query`, `pattern`, `url` (each cut "
+        "to 60 chars) found anywhere in the model input (texts, tool-call arguments); the share "
+        "of user messages whose first 80 characters are found; and whether the verdict of the "
+        "latest test or build output is found: in the newest tool result (user observation, "
+        "for text-parsed agents) that has one, its last line (cut to 80 chars) like "
+        "`N passed/failed`, `OK`/`FAILED`, `Ran N tests`, `Traceback (most recent call last)`, "
+        "`SomethingError...` at a line start, `error: ...` or `BUILD FAILED`. Summed over "
+        "transcripts.",
+        "- Overhead: wall time of each strategy's own step per request (its call; the graph's "
+        "state bookkeeping is not timed), fake summariser excluded.",
+        "",
+        "Strategies (window W, tail W/4):",
+        "",
+    ]
+    for key, s in strategies.items():
+        calls = "; ".join(f"{_k(w)}: {c}" for w, c in s["calls"].items())
+        lines.append(f"- **{s['label']}** (`{key}`): {calls}")
+    lines += ["", "## Summary", "", summary_markdown(out), "## Targets (issue 5)", ""]
+    lines += _targets(out)
+    lines += ["", "## Where the cost goes", ""]
+    lines += _cost_parts(out)
+    lines += ["## With tiktoken cl100k_base", ""]
+    lines += _tiktoken(out)
+    lines += ["## Scaling: synthetic histories", ""]
+    lines += _scaling(out)
+    lines += ["## Per transcript", ""]
+    lines += _per_transcript(out)
+    errors = [e for data in out["windows"].values() for e in data["errors"]]
+    if errors:
+        lines += ["## Errors raised by strategies", ""] + [f"- `{e}`" for e in errors] + [""]
+    if NOTES.exists() and not meta["quick"]:
+        lines += [
+            "## Analysis",
+            "",
+            "_Written by hand from a run of this harness; check it against the figures above._",
+            "",
+            NOTES.read_text(encoding="utf-8").strip(),
+            "",
+        ]
+    return "\n".join(lines).rstrip() + "\n"

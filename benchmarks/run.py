@@ -1,0 +1,91 @@
+"""Command line: ``python -m benchmarks.run [--quick] [--out FILE] [--json FILE]``.
+
+The full run replays all transcripts at 32k and 16k and writes ``BENCHMARKS.md``
+and ``benchmarks/results.json``; ``--quick`` replays a few transcripts at 16k,
+with fewer timing repeats, and writes under ``benchmarks/out/`` unless told.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from benchmarks.collect import ROOT, collect
+from benchmarks.report import render, summary_markdown
+from benchmarks.targets import TARGET_STRATEGIES
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks.run",
+        description="Replay real transcripts through the pipeline and its peers.",
+    )
+    parser.add_argument("--quick", action="store_true", help="a few transcripts, one window")
+    parser.add_argument("--out", type=Path, help="the Markdown report to write")
+    parser.add_argument("--json", type=Path, help="the JSON results to write")
+    parser.add_argument(
+        "--transcripts", type=Path, help="folder of *.json transcripts (default: bundled)"
+    )
+    parser.add_argument(
+        "--no-tiktoken", action="store_true", help="skip the tiktoken cl100k_base column"
+    )
+    parser.add_argument("--no-scaling", action="store_true", help="skip the scaling runs")
+    parser.add_argument(
+        "--strict",
+        action="store_true",
+        help="exit 1 if ours overflows, orphans a tool result or raises",
+    )
+    return parser
+
+
+def invariant_failures(out: dict[str, object]) -> list[str]:
+    """Return what our budgeted strategies got wrong: overflows, broken pairs, errors."""
+    failures = []
+    for window, data in out["windows"].items():  # type: ignore[attr-defined]
+        for key in TARGET_STRATEGIES:
+            t = data["totals"][key]
+            for field in ("overflows", "orphans", "unanswered", "errors"):
+                if t[field]:
+                    failures.append(f"{key} at {window}: {field} = {t[field]}")
+    return failures
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    out_md = args.out or (
+        ROOT / "benchmarks/out/quick.md" if args.quick else ROOT / "BENCHMARKS.md"
+    )
+    out_json = args.json or (
+        ROOT / "benchmarks/out/quick.json" if args.quick else ROOT / "benchmarks/results.json"
+    )
+    command = "python -m benchmarks.run" + "".join(
+        f" {a}" for a in (sys.argv[1:] if argv is None else argv)
+    )
+    out = collect(
+        quick=args.quick,
+        transcripts_dir=args.transcripts,
+        with_tiktoken=False if args.no_tiktoken else None,
+        with_scaling=not args.no_scaling,
+        progress=lambda msg: print(msg, file=sys.stderr, flush=True),
+        command=command,
+    )
+    for path, text in (
+        (out_md, render(out)),
+        (out_json, json.dumps(out, indent=1, ensure_ascii=False) + "\n"),
+    ):
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    print(summary_markdown(out))
+    met = sum(1 for t in out["targets"] if t["met"])
+    print(f"targets met: {met} of {len(out['targets'])}")
+    print(f"wrote {out_md} and {out_json} in {out['meta']['wall_s']['total']:.0f} s")
+    failures = invariant_failures(out)
+    for failure in failures:
+        print(f"INVARIANT: {failure}", file=sys.stderr)
+    return 1 if failures and args.strict else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

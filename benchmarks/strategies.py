@@ -1,0 +1,320 @@
+"""Each strategy turns the history an agent would send into the model's input.
+
+Every strategy is replayed turn by turn with its state carried between turns the
+way its own integration carries it:
+
+- ours: ``ContextPipeline.compress(history, running_summary=...)``, the running
+  summary carried to the next turn exactly as the LangGraph hook does (the full
+  history stays in the checkpoint; only the model input is compressed);
+- ``SummarizationMiddleware``: its real ``before_model`` on the agent state, whose
+  update is applied with LangGraph's ``add_messages`` reducer, so its summary
+  replaces the history in the state from then on; ``create_agent`` keeps the
+  system prompt out of the state and puts it in front of each request;
+- ``ContextEditingMiddleware``: its real ``wrap_model_call`` around a handler that
+  captures the edited request (the state keeps the full history);
+- langmem: ``SummarizationNode`` on ``{"messages", "context"}``, its context (the
+  running summary) carried; its ``summarized_messages`` is the model input;
+- ``trim_messages``: a stateless call on the full history each turn.
+
+``step`` returns the model input and stores the nanoseconds of the strategy's own
+processing step (state bookkeeping that a graph does for it is not timed).
+"""
+
+from __future__ import annotations
+
+import time
+import warnings
+from collections.abc import Callable
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.messages.utils import trim_messages
+
+from benchmarks.fake import FakeSummariser
+from langchain_context_pipeline import ContextPipeline, Pruner, estimate_tokens
+from langchain_context_pipeline.pipeline import RunningSummary
+
+with warnings.catch_warnings():
+    # The peers' imports emit deprecation warnings of their own dependencies
+    # (langmem -> trustcall -> langgraph.constants); they are not ours to fail on.
+    warnings.simplefilter("ignore")
+    from langchain.agents.middleware import (
+        ClearToolUsesEdit,
+        ContextEditingMiddleware,
+        SummarizationMiddleware,
+    )
+    from langchain.agents.middleware.types import ModelRequest
+    from langgraph.graph.message import add_messages
+    from langmem.short_term import SummarizationNode
+
+
+class Strategy:
+    """A way to turn the history into the model input, replayed turn by turn."""
+
+    key: str = ""
+    label: str = ""
+    ours: bool = False
+    summarises: bool = False
+    budgeted: bool = True
+    """Whether the strategy promises to stay within the window."""
+
+    def __init__(self, window: int, fake: FakeSummariser) -> None:
+        self.window = window
+        self.tail = window // 4
+        self.fake = fake
+        self.last_ns = 0
+        self.summaries = 0
+        """Summaries written into the history so far (from the model or canned)."""
+
+    def start(self) -> None:
+        """Forget the state of the previous conversation."""
+        self.summaries = 0
+
+    def step(self, history: list[BaseMessage], new: list[BaseMessage]) -> list[BaseMessage]:
+        """Return the model input for ``history``; ``new`` is what was added since last turn."""
+        raise NotImplementedError
+
+    def _timed(self, fn: Callable[[], Any]) -> Any:
+        start = time.perf_counter_ns()
+        out = fn()
+        self.last_ns = time.perf_counter_ns() - start
+        return out
+
+    def describe(self) -> str:
+        """Return the exact configuration, for the report."""
+        return self.label
+
+
+class NoManagement(Strategy):
+    key = "none"
+    label = "no management"
+    budgeted = False
+
+    def step(self, history: list[BaseMessage], new: list[BaseMessage]) -> list[BaseMessage]:
+        return self._timed(lambda: history)
+
+    def describe(self) -> str:
+        return "the full history every turn"
+
+
+class OursPruneOnly(Strategy):
+    key = "ours_prune"
+    label = "ours: prune only"
+    ours = True
+    budgeted = False
+
+    def __init__(self, window: int, fake: FakeSummariser) -> None:
+        super().__init__(window, fake)
+        self.pruner = Pruner(tail_budget=self.tail)
+
+    def step(self, history: list[BaseMessage], new: list[BaseMessage]) -> list[BaseMessage]:
+        return self._timed(lambda: self.pruner.invoke(history))
+
+    def describe(self) -> str:
+        return f"`Pruner(tail_budget={self.tail}).invoke(history)` every turn (no budget)"
+
+
+class _OursPipeline(Strategy):
+    ours = True
+
+    def __init__(self, window: int, fake: FakeSummariser) -> None:
+        super().__init__(window, fake)
+        self.pipeline = self._build()
+        self.running: RunningSummary | None = None
+        self.all_reports: list[dict[str, Any]] = []
+        """Every turn's CompressionReport, over every transcript replayed."""
+
+    def _build(self) -> ContextPipeline:
+        raise NotImplementedError
+
+    def start(self) -> None:
+        super().start()
+        self.running = None
+
+    def step(self, history: list[BaseMessage], new: list[BaseMessage]) -> list[BaseMessage]:
+        result = self._timed(lambda: self.pipeline.compress(history, running_summary=self.running))
+        self.running = result.running_summary
+        self.all_reports.append(result.report.as_dict())
+        if result.report.summary_source is not None:
+            self.summaries += 1
+        return list(result.messages)
+
+
+class OursCondense(_OursPipeline):
+    key = "ours_condense"
+    label = "ours: prune + condense"
+    summarises = True
+
+    def _build(self) -> ContextPipeline:
+        return ContextPipeline(threshold=self.window, tail_budget=self.tail, model=self.fake)
+
+    def describe(self) -> str:
+        return (
+            f"`ContextPipeline(threshold={self.window}, tail_budget={self.tail}, model=fake)`"
+            ".compress(history, running_summary=carried)"
+        )
+
+
+class OursDefault(_OursPipeline):
+    key = "ours_default"
+    label = "ours: default (prune + truncate)"
+
+    def _build(self) -> ContextPipeline:
+        return ContextPipeline(threshold=self.window, tail_budget=self.tail)
+
+    def describe(self) -> str:
+        return (
+            f"`ContextPipeline(threshold={self.window}, tail_budget={self.tail})`"
+            ".compress(history, running_summary=carried) (model=None)"
+        )
+
+
+def _split_system(messages: list[BaseMessage]) -> tuple[SystemMessage | None, list[BaseMessage]]:
+    if messages and isinstance(messages[0], SystemMessage):
+        return messages[0], messages[1:]
+    return None, messages
+
+
+class LCSummarization(Strategy):
+    key = "lc_summarization"
+    label = "SummarizationMiddleware"
+    summarises = True
+
+    def __init__(self, window: int, fake: FakeSummariser) -> None:
+        super().__init__(window, fake)
+        self.middleware: SummarizationMiddleware[Any, Any, Any] = SummarizationMiddleware(
+            model=fake, trigger=("tokens", window), keep=("tokens", self.tail)
+        )
+        self.system: SystemMessage | None = None
+        self.state: list[BaseMessage] = []
+        self.started = False
+
+    def start(self) -> None:
+        super().start()
+        self.system = None
+        self.state = []
+        self.started = False
+
+    def step(self, history: list[BaseMessage], new: list[BaseMessage]) -> list[BaseMessage]:
+        if not self.started:
+            self.system, new = _split_system(new)
+            self.started = True
+        self.state = add_messages(self.state, new)  # type: ignore[arg-type]
+        update = self._timed(
+            lambda: self.middleware.before_model({"messages": self.state}, None)  # type: ignore[arg-type, typeddict-item]
+        )
+        if update and update.get("messages"):
+            self.state = add_messages(self.state, update["messages"])  # type: ignore[arg-type]
+            self.summaries += 1
+        return [self.system, *self.state] if self.system is not None else list(self.state)
+
+    def describe(self) -> str:
+        return (
+            f'`SummarizationMiddleware(model=fake, trigger=("tokens", {self.window}), '
+            f'keep=("tokens", {self.tail}))` (its default counter, '
+            "`count_tokens_approximately`), `before_model` on the agent state, update "
+            "applied with `add_messages`; system prompt outside the state as in `create_agent`"
+        )
+
+
+class LCContextEditing(Strategy):
+    key = "lc_context_editing"
+    label = "ContextEditingMiddleware"
+
+    def __init__(self, window: int, fake: FakeSummariser) -> None:
+        super().__init__(window, fake)
+        self.middleware: ContextEditingMiddleware[Any, Any, Any] = ContextEditingMiddleware(
+            edits=[ClearToolUsesEdit(trigger=window, keep=3)]
+        )
+        self.captured: list[BaseMessage] = []
+
+    def _handler(self, request: ModelRequest[Any]) -> AIMessage:
+        system = [request.system_message] if request.system_message is not None else []
+        self.captured = [*system, *request.messages]
+        return AIMessage(content="")
+
+    def step(self, history: list[BaseMessage], new: list[BaseMessage]) -> list[BaseMessage]:
+        system, rest = _split_system(history)
+        request = ModelRequest(
+            model=self.fake,
+            messages=list(rest),
+            system_message=system,
+            state={"messages": list(rest)},  # type: ignore[typeddict-item]
+        )
+        self._timed(lambda: self.middleware.wrap_model_call(request, self._handler))
+        return self.captured
+
+    def describe(self) -> str:
+        return (
+            f"`ContextEditingMiddleware(edits=[ClearToolUsesEdit(trigger={self.window}, "
+            "keep=3)])`, `wrap_model_call` around a capturing handler (approximate counter)"
+        )
+
+
+class LangmemSummarization(Strategy):
+    key = "langmem"
+    label = "langmem SummarizationNode"
+    summarises = True
+
+    def __init__(self, window: int, fake: FakeSummariser) -> None:
+        super().__init__(window, fake)
+        self.node = SummarizationNode(model=fake, max_tokens=window)
+        self.context: dict[str, Any] = {}
+
+    def start(self) -> None:
+        super().start()
+        self.context = {}
+
+    def step(self, history: list[BaseMessage], new: list[BaseMessage]) -> list[BaseMessage]:
+        update = self._timed(
+            lambda: self.node.invoke({"messages": history, "context": self.context})
+        )
+        if "context" in update:
+            before = self.context.get("running_summary")
+            self.context = update["context"]
+            if self.context.get("running_summary") is not before:
+                self.summaries += 1
+        return list(update["summarized_messages"])
+
+    def describe(self) -> str:
+        return (
+            f"`SummarizationNode(model=fake, max_tokens={self.window})` (defaults: "
+            "max_summary_tokens=256, `count_tokens_approximately`), its `context` "
+            "(running summary) carried"
+        )
+
+
+class TrimMessages(Strategy):
+    key = "trim"
+    label = "trim_messages"
+
+    def step(self, history: list[BaseMessage], new: list[BaseMessage]) -> list[BaseMessage]:
+        return self._timed(
+            lambda: trim_messages(
+                history,
+                strategy="last",
+                max_tokens=self.window,
+                start_on="human",
+                include_system=True,
+                token_counter=estimate_tokens,
+            )
+        )
+
+    def describe(self) -> str:
+        return (
+            f'`trim_messages(history, strategy="last", max_tokens={self.window}, '
+            'start_on="human", include_system=True, token_counter=estimate_tokens)`'
+        )
+
+
+STRATEGIES: tuple[type[Strategy], ...] = (
+    NoManagement,
+    OursPruneOnly,
+    OursCondense,
+    OursDefault,
+    LCSummarization,
+    LCContextEditing,
+    LangmemSummarization,
+    TrimMessages,
+)
+"""Every strategy, in the order of the report."""
