@@ -239,7 +239,10 @@ def _scaling(out: dict[str, Any]) -> list[str]:
         'strategy="last", max_tokens=total // 4, start_on="human", include_system=True, '
         "token_counter=count_tokens_approximately)`; ours no-op: `ContextPipeline(threshold="
         "total + 1).compress(history)`; ours prune path: `ContextPipeline(threshold=total - 1, "
-        "tail_budget=8000).compress(history)` (pruning alone gets under it: checked below). "
+        "tail_budget=8000).compress(history)` (pruning alone gets under it: checked below), "
+        "called again and again on the same list as an agent does turn after turn, so the "
+        "Pruner's memo of already-pruned messages is warm; `ours_prune_cold` empties that memo "
+        "before each call (the first call on a history). "
         "Sizes and operations are timed round-robin, each size's repeats spread over the whole "
         "run, after a warm-up, with the objects that existed before timing frozen out of the "
         "garbage collector (`gc.freeze`); peak memory of one call by tracemalloc. The machine "

@@ -39,7 +39,13 @@ SIZES = (100, 1_000, 10_000)
 SEED = 20261130
 TAIL_BUDGET = 8000
 
-OPS = ("count_tokens_approximately", "trim_messages", "ours_noop", "ours_prune")
+OPS = (
+    "count_tokens_approximately",
+    "trim_messages",
+    "ours_noop",
+    "ours_prune",
+    "ours_prune_cold",
+)
 
 
 def _units(transcripts: Sequence[Transcript]) -> list[list[BaseMessage]]:
@@ -140,6 +146,13 @@ def _operations(history: list[BaseMessage]) -> tuple[dict[str, Callable[[], Any]
     total = estimate_tokens(history)
     noop = ContextPipeline(threshold=total + 1, tail_budget=min(TAIL_BUDGET, total))
     prune = ContextPipeline(threshold=total - 1, tail_budget=min(TAIL_BUDGET, total - 2))
+    cold = ContextPipeline(threshold=total - 1, tail_budget=min(TAIL_BUDGET, total - 2))
+
+    def prune_cold() -> Any:
+        # The first call on a history: nothing remembered from an earlier turn.
+        cold.pruner._memo.clear()
+        return cold.compress(history)
+
     trim_to = max(total // 4, 1)
     info = SizeResult(
         size=len(history),
@@ -160,6 +173,7 @@ def _operations(history: list[BaseMessage]) -> tuple[dict[str, Callable[[], Any]
         ),
         "ours_noop": lambda: noop.compress(history),
         "ours_prune": lambda: prune.compress(history),
+        "ours_prune_cold": prune_cold,
     }
     return ops, info
 

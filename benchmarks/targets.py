@@ -176,6 +176,11 @@ def evaluate(out: dict[str, Any]) -> list[dict[str, Any]]:
         for op, bar, what in (
             ("ours_noop", NOOP_RATIO, "no-op path <= 1.0x count_tokens_approximately"),
             ("ours_prune", PRUNE_RATIO, "prune path <= 3x count_tokens_approximately"),
+            (
+                "ours_prune_cold",
+                PRUNE_RATIO,
+                "... same, first call on a history (nothing remembered from a previous turn)",
+            ),
         ):
             ratios = {r["messages"]: r["ops"][op]["ratio_to_count"] for r in scaling["sizes"]}
             by_min = {

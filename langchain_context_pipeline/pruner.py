@@ -15,6 +15,7 @@ are never mutated: changed messages are copies that keep their ids and metadata.
 
 from __future__ import annotations
 
+import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -31,6 +32,37 @@ from langchain_context_pipeline.tokens import IMAGE_TOKENS, count_images, messag
 __all__ = ["PruneStats", "Pruner"]
 
 _MARKER_ROOM = 40
+_MEMO_SIZE = 50_000
+"""Pruned messages remembered across calls (the memo is emptied when full)."""
+
+
+@dataclass(frozen=True)
+class _Pruned:
+    """One remembered pruning: what went in (by identity) and what came out.
+
+    The message itself is held weakly, so the memo keeps no conversation alive;
+    its entry goes when the message does.
+    """
+
+    source: weakref.ref[BaseMessage]
+    content: Any
+    tool_calls: Any
+    call: tuple[str, Any] | None
+    result: BaseMessage | None
+    """The pruned copy, or None when pruning left the message as it was."""
+    briefed: int
+    args_trimmed: int
+    texts_trimmed: int
+
+    def matches(self, message: BaseMessage, tool_calls: Any, call: tuple[str, Any] | None) -> bool:
+        """Whether this result is for ``message`` as it is now, answering ``call``."""
+        if self.source() is not message or self.content is not message.content:
+            return False
+        if self.tool_calls is not tool_calls:
+            return False
+        if call is None or self.call is None:
+            return call is self.call
+        return self.call[0] == call[0] and self.call[1] is call[1]
 
 
 @dataclass
@@ -125,6 +157,7 @@ class Pruner(MessagesRunnable):
         self.assistant_keep_tail = assistant_keep_tail
         self.briefs = dict(briefs or {})
         self.token_counter = resolve_token_counter(token_counter)
+        self._memo: dict[int, _Pruned] = {}
 
     def _transform(self, messages: list[BaseMessage], config: RunnableConfig) -> list[BaseMessage]:
         meter = Meter(self.token_counter)
@@ -148,9 +181,52 @@ class Pruner(MessagesRunnable):
                     if call.get("id"):
                         calls[call["id"] or ""] = (call["name"], call["args"])
             if start <= index < stop:
-                message = self._prune_one(message, calls, stats)
+                message = self._prune_remembered(message, calls, stats)
             out.append(message)
         return out, stats
+
+    def _prune_remembered(
+        self, message: BaseMessage, calls: Mapping[str, tuple[str, Any]], stats: PruneStats
+    ) -> BaseMessage:
+        """Prune one message, reusing the result of an earlier call on the same message.
+
+        An agent sends the same old messages at every turn; pruning them again would
+        give the same bytes. A result is reused only for the very same message object
+        whose content, tool calls and answered call are the very same objects (an
+        attribute set anew, or another call, misses).
+        """
+        call = calls.get(message.tool_call_id) if isinstance(message, ToolMessage) else None
+        tool_calls = message.tool_calls if isinstance(message, AIMessage) else None
+        hit = self._memo.get(id(message))
+        if hit is not None and hit.matches(message, tool_calls, call):
+            stats.briefed += hit.briefed
+            stats.args_trimmed += hit.args_trimmed
+            stats.texts_trimmed += hit.texts_trimmed
+            return message if hit.result is None else hit.result
+        own = PruneStats()
+        result = self._prune_one(message, calls, own)
+        if len(self._memo) >= _MEMO_SIZE:
+            self._memo.clear()
+        key = id(message)
+        memo = self._memo
+
+        def forget(_: object, key: int = key) -> None:
+            memo.pop(key, None)
+
+        memo[key] = _Pruned(
+            weakref.ref(message, forget),
+            message.content,
+            tool_calls,
+            call,
+            None if result is message else result,
+            own.briefed,
+            own.args_trimmed,
+            own.texts_trimmed,
+        )
+        stats.briefed += own.briefed
+        stats.args_trimmed += own.args_trimmed
+        stats.texts_trimmed += own.texts_trimmed
+        return result
 
     def _prune_one(
         self, message: BaseMessage, calls: Mapping[str, tuple[str, Any]], stats: PruneStats

@@ -233,3 +233,53 @@ async def test_sync_and_async_agree(mode: str) -> None:
     messages = history_with_old_read()
     out = pruner.invoke(messages) if mode == "sync" else await pruner.ainvoke(messages)
     assert out[3].content == "[read_file] src/app.py (45,210 chars)"
+
+
+def test_repeated_pruning_reuses_results_with_the_same_stats() -> None:
+    pruner = Pruner(tail_budget=0)
+    messages = history_with_old_read()
+    first, stats1 = pruner.prune(messages, len(messages))
+    second, stats2 = pruner.prune(messages, len(messages))
+    assert second[3] is first[3]  # remembered, not rebuilt
+    assert stats1 == stats2 and stats1.briefed == 1
+
+
+def test_a_message_changed_in_place_is_pruned_again() -> None:
+    pruner = Pruner(tail_budget=0)
+    messages = history_with_old_read()
+    first, _ = pruner.prune(messages, len(messages))
+    messages[3].content = "y" * 9_999
+    second, _ = pruner.prune(messages, len(messages))
+    assert first[3].content == "[read_file] src/app.py (45,210 chars)"
+    assert second[3].content == "[read_file] src/app.py (9,999 chars)"
+
+
+def test_a_different_call_for_the_same_result_is_briefed_again() -> None:
+    pruner = Pruner(tail_budget=0)
+    tool = ToolMessage("x" * 2000, tool_call_id="c1")
+    one = [
+        HumanMessage("t"),
+        AIMessage("", tool_calls=[read_call(path="a.py")]),
+        tool,
+        HumanMessage("n"),
+    ]
+    two = [
+        HumanMessage("t"),
+        AIMessage("", tool_calls=[read_call(path="b.py")]),
+        tool,
+        HumanMessage("n"),
+    ]
+    assert pruner.prune(one, 4)[0][2].content.startswith("[read_file] a.py")
+    assert pruner.prune(two, 4)[0][2].content.startswith("[read_file] b.py")
+
+
+def test_the_memo_keeps_no_message_alive() -> None:
+    import gc
+
+    pruner = Pruner(tail_budget=0)
+    messages = history_with_old_read()
+    pruner.prune(messages, len(messages))
+    assert pruner._memo
+    del messages
+    gc.collect()
+    assert pruner._memo == {}
