@@ -83,7 +83,10 @@ def build_index(middle: Sequence[BaseMessage], max_chars: int, *, what: str = "c
     if not entries or max_chars < 60:
         return ""
     header = f"Index of the {what} turns (mechanical):"
-    return "\n".join([header, *_fit(entries, max_chars - len(header) - 1, keep="last")])
+    kept = _fit(entries, max_chars - len(header) - 1, keep="last")
+    if not any(line.startswith("- ") for line in kept):
+        return ""  # not even one entry fits: no index rather than an empty one
+    return "\n".join([header, *kept])
 
 
 def build_digest(
