@@ -12,8 +12,6 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from langchain_context_pipeline.tokens import message_text
-
 
 def cut_end(text: str, limit: int) -> str:
     """Cut ``text`` to at most ``limit`` chars, ending with a marker of what was cut."""
@@ -131,8 +129,3 @@ def with_cut_args(message: AIMessage, limit: int) -> tuple[AIMessage, bool]:
             raw_out.append(raw)
         update["additional_kwargs"] = {**message.additional_kwargs, "tool_calls": raw_out}
     return message.model_copy(update=update), True
-
-
-def text_of(message: BaseMessage) -> str:
-    """Return the plain text of ``message`` (re-exported for the stages)."""
-    return message_text(message)

@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Callable, Sequence
-from typing import Any, Literal, Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from langchain_core.messages import AIMessage, BaseMessage
 
@@ -239,6 +239,3 @@ def resolve_token_counter(
         "token_counter must be None, 'estimate', 'approximate', 'tiktoken', a BaseChatModel "
         f"or a callable over a list of messages, got {type(counter).__name__}"
     )
-
-
-CounterName = Literal["estimate", "approximate", "tiktoken"]
