@@ -120,12 +120,17 @@ class RunningSummary:
         return message_text(self.message)
 
     def to_dict(self) -> dict[str, Any]:
-        """Return a JSON-ready dict for a state key or a checkpoint."""
+        """Return a JSON-ready dict for a state key or a checkpoint.
+
+        ``tokens`` (the summary's size by the default estimate) is for readers of
+        the state; :meth:`from_dict` does not need it.
+        """
         meta = self.message.response_metadata.get(METADATA_KEY, {})
         return {
             "id": self.message.id,
             "text": self.text,
             "through": self.through,
+            "tokens": estimate_message_tokens(self.message),
             "meta": dict(meta) if isinstance(meta, Mapping) else {},
         }
 

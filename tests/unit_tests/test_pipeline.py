@@ -119,7 +119,10 @@ def test_running_summary_is_reused_without_calling_the_model_again() -> None:
     history = agent_history(steps=60, text=1900)
     first = pipeline.compress(history)
     assert len(model.calls) == 1 and first.running_summary is not None
-    stored = RunningSummary.from_dict(first.running_summary.to_dict())
+    data = first.running_summary.to_dict()
+    assert data["tokens"] == estimate_tokens([first.running_summary.message])
+    assert data["through"] == first.running_summary.through
+    stored = RunningSummary.from_dict(data)
     history.append(HumanMessage("one more thing", id="more"))
     second = pipeline.compress(history, running_summary=stored)
     assert len(model.calls) == 1
