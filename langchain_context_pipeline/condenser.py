@@ -20,6 +20,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
 from langchain_context_pipeline._breaker import CircuitBreaker
+from langchain_context_pipeline._checks import check_int
 from langchain_context_pipeline._model_call import (
     Plan,
     Reply,
@@ -185,8 +186,7 @@ class Condenser(MessagesRunnable):
             ("failure_limit", failure_limit),
             ("cooldown_calls", cooldown_calls),
         ):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise ValueError(f"{name} must be a non-negative int, got {value!r}")
+            check_int(name, value)
         if not 0 < summary_ratio <= 1:
             raise ValueError(f"summary_ratio must be in (0, 1], got {summary_ratio!r}")
         if min_summary_tokens < 1 or min_summary_tokens > max_summary_tokens:

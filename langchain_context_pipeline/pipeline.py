@@ -20,6 +20,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import RunnableConfig
 
+from langchain_context_pipeline._checks import check_int
 from langchain_context_pipeline._model_call import Plan, adrive, drive
 from langchain_context_pipeline._runnable import MessagesRunnable
 from langchain_context_pipeline._units import (
@@ -174,11 +175,6 @@ class CompressionResult:
     """The summary to carry to the next turn (new, reused, or None)."""
 
 
-def _check_int(name: str, value: Any, minimum: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{name} must be an int >= {minimum}, got {value!r}")
-
-
 class ContextPipeline(MessagesRunnable):
     r"""Keep a conversation under ``threshold`` tokens: prune, condense, truncate.
 
@@ -256,11 +252,11 @@ class ContextPipeline(MessagesRunnable):
         Raises:
             ValueError: for inconsistent settings, e.g. ``tail_budget >= threshold``.
         """
-        _check_int("threshold", threshold, 1)
+        check_int("threshold", threshold, 1)
         if tail_budget is None:
             tail_budget = min(8000, threshold // 4) if isinstance(threshold, int) else 8000
-        _check_int("tail_budget", tail_budget, 0)
-        _check_int("head_count", head_count, 0)
+        check_int("tail_budget", tail_budget, 0)
+        check_int("head_count", head_count, 0)
         if tail_budget >= threshold:
             raise ValueError(
                 f"tail_budget ({tail_budget}) must be smaller than threshold ({threshold})"
@@ -320,8 +316,7 @@ class ContextPipeline(MessagesRunnable):
 
     def _limits(self, reserved: int) -> tuple[int, int]:
         """Return this call's (budget, tail budget) once ``reserved`` tokens are set aside."""
-        if not isinstance(reserved, int) or isinstance(reserved, bool) or reserved < 0:
-            raise ValueError(f"reserved_tokens must be an int >= 0, got {reserved!r}")
+        check_int("reserved_tokens", reserved)
         limit = self.threshold - reserved
         if limit < 1:
             raise ValueError(

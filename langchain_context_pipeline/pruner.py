@@ -23,6 +23,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 
+from langchain_context_pipeline._checks import check_int
 from langchain_context_pipeline._runnable import MessagesRunnable
 from langchain_context_pipeline._trim import cut_middle, replace_text, with_cut_args
 from langchain_context_pipeline._units import METADATA_KEY, Meter, group_units, tail_start
@@ -75,11 +76,6 @@ class PruneStats:
     """AI messages whose tool-call arguments were cut."""
     texts_trimmed: int = 0
     """AI messages whose text was cut to its head and tail."""
-
-
-def _check_limit(name: str, value: int) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-        raise ValueError(f"{name} must be a non-negative int, got {value!r}")
 
 
 class Pruner(MessagesRunnable):
@@ -140,7 +136,7 @@ class Pruner(MessagesRunnable):
             ("assistant_keep_head", assistant_keep_head),
             ("assistant_keep_tail", assistant_keep_tail),
         ):
-            _check_limit(name, value)
+            check_int(name, value)
         if assistant_keep_head + assistant_keep_tail + _MARKER_ROOM > assistant_text_limit:
             raise ValueError(
                 "assistant_keep_head + assistant_keep_tail must leave room for the marker: "

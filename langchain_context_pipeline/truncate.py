@@ -17,6 +17,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
+from langchain_context_pipeline._checks import check_int
 from langchain_context_pipeline._trim import cut_middle, with_cut_args
 from langchain_context_pipeline._units import (
     METADATA_KEY,
@@ -244,8 +245,7 @@ def hard_truncate(
         >>> out[2].content
         '[8 earlier messages were removed to fit the context window.]'
     """
-    if not isinstance(threshold, int) or isinstance(threshold, bool) or threshold < 1:
-        raise ValueError(f"threshold must be a positive int, got {threshold!r}")
+    check_int("threshold", threshold, 1)
     items = coerce_messages(messages)
     meter = Meter(resolve_token_counter(token_counter))
     if meter.total(items) <= threshold:
