@@ -13,7 +13,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import (
-    AIMessage,
     BaseMessage,
     SystemMessage,
     ToolMessage,
@@ -21,7 +20,12 @@ from langchain_core.messages import (
 )
 from langchain_core.prompt_values import PromptValue
 
-from langchain_context_pipeline.tokens import TokenCounter, estimate_message_tokens, estimate_tokens
+from langchain_context_pipeline.tokens import (
+    TokenCounter,
+    estimate_message_tokens,
+    estimate_tokens,
+    tool_call_ids,
+)
 
 METADATA_KEY = "context_pipeline"
 """Key in ``response_metadata`` under which the pipeline marks the messages it wrote."""
@@ -63,15 +67,6 @@ def coerce_messages(value: Any) -> list[BaseMessage]:
     return out
 
 
-def call_ids(message: BaseMessage) -> list[str]:
-    """Return the ids of the tool calls an AIMessage makes (valid and invalid)."""
-    if not isinstance(message, AIMessage):
-        return []
-    ids = [c.get("id") for c in message.tool_calls]
-    ids += [c.get("id") for c in message.invalid_tool_calls]
-    return [i for i in ids if isinstance(i, str) and i]
-
-
 def pipeline_kind(message: BaseMessage) -> str | None:
     """Return what the pipeline wrote this message as (``"summary"``, ``"note"``), or None."""
     meta = message.response_metadata.get(METADATA_KEY)
@@ -97,7 +92,7 @@ def group_units(messages: Sequence[BaseMessage]) -> list[tuple[int, int]]:
             if start is not None:
                 end_of[start] = max(end_of[start], index + 1)
         else:
-            for cid in call_ids(message):
+            for cid in tool_call_ids(message):
                 open_calls[cid] = index
     units: list[tuple[int, int]] = []
     start = 0

@@ -57,12 +57,13 @@ def _dumps(value: Any) -> str:
         return repr(value)
 
 
-def _tool_call_ids(message: BaseMessage) -> frozenset[str]:
+def tool_call_ids(message: BaseMessage) -> list[str]:
+    """Return the ids of the tool calls an AIMessage makes (valid and invalid)."""
     if not isinstance(message, AIMessage):
-        return frozenset()
-    ids = {call.get("id") for call in message.tool_calls}
-    ids.update(call.get("id") for call in message.invalid_tool_calls)
-    return frozenset(i for i in ids if isinstance(i, str))
+        return []
+    ids = [c.get("id") for c in message.tool_calls]
+    ids += [c.get("id") for c in message.invalid_tool_calls]
+    return [i for i in ids if isinstance(i, str) and i]
 
 
 def message_text(message: BaseMessage) -> str:
@@ -88,7 +89,7 @@ def _content_cost(message: BaseMessage) -> tuple[int, int]:
         return len(content), 0
     chars = 0
     images = 0
-    call_ids = _tool_call_ids(message)
+    call_ids = set(tool_call_ids(message))
     for block in content:
         if isinstance(block, str):
             chars += len(block)
