@@ -25,7 +25,6 @@ users who want the summary in a typed key of their own schema.
 from __future__ import annotations
 
 import functools
-import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, Literal, cast
 
@@ -55,7 +54,6 @@ __all__ = [
     "resolve_threshold",
 ]
 
-logger = logging.getLogger("langchain_context_pipeline")
 
 DEFAULT_SUMMARY_KEY = "context_summary"
 """The state key that holds the running summary (``RunningSummary.to_dict()``)."""
@@ -129,14 +127,7 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
         if self.mode == "persist":
             return list(messages), None, None
         stored = _state_value(state, self.summary_key)
-        running: RunningSummary | None = None
-        if isinstance(stored, RunningSummary):
-            running = stored
-        elif isinstance(stored, Mapping):
-            try:
-                running = RunningSummary.from_dict(stored)
-            except ValueError as exc:
-                logger.warning("ignoring state[%r]: %s", self.summary_key, exc)
+        running = RunningSummary.from_state(stored, self.summary_key)
         if running is None:
             # Without the summary key, the summary the model saw last is still in
             # `llm_input_messages`, marked by the pipeline.

@@ -19,7 +19,6 @@ the ``agents`` extra: ``pip install 'langchain-context-pipeline[agents]'``.
 from __future__ import annotations
 
 import json
-import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any, cast
@@ -49,7 +48,6 @@ from langchain_context_pipeline.tokens import TokenCounter
 
 __all__ = ["SUMMARY_STATE_KEY", "ContextPipelineAgentState", "ContextPipelineMiddleware"]
 
-logger = logging.getLogger("langchain_context_pipeline")
 
 SUMMARY_STATE_KEY = "context_pipeline_summary"
 """The private state key holding the running summary (``RunningSummary.to_dict()``)."""
@@ -164,13 +162,7 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
     def _running(request: ModelRequest[Any]) -> tuple[Any, RunningSummary | None]:
         state = request.state
         stored = state.get(SUMMARY_STATE_KEY) if isinstance(state, Mapping) else None
-        if not isinstance(stored, Mapping):
-            return stored, None
-        try:
-            return stored, RunningSummary.from_dict(stored)
-        except ValueError as exc:
-            logger.warning("ignoring state[%r]: %s", SUMMARY_STATE_KEY, exc)
-            return stored, None
+        return stored, RunningSummary.from_state(stored, SUMMARY_STATE_KEY)
 
     @staticmethod
     def _request(

@@ -136,6 +136,25 @@ class RunningSummary:
         }
 
     @classmethod
+    def from_state(cls, value: Any, key: str) -> RunningSummary | None:
+        """Read a running summary stored in graph state under ``key``.
+
+        Accepts what :meth:`to_dict` wrote (or a ``RunningSummary``); anything else,
+        a damaged value included, is ignored with a warning: the next pass then
+        works without it, which costs a summary but loses nothing.
+        """
+        if value is None or isinstance(value, RunningSummary):
+            return value
+        if isinstance(value, Mapping):
+            try:
+                return cls.from_dict(value)
+            except ValueError as exc:
+                logger.warning("ignoring state[%r]: %s", key, exc)
+                return None
+        logger.warning("ignoring state[%r]: not a running summary (%s)", key, type(value).__name__)
+        return None
+
+    @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> RunningSummary:
         """Rebuild from :meth:`to_dict` output.
 
