@@ -38,6 +38,8 @@ from langchain_context_pipeline._units import (
     METADATA_KEY,
     Meter,
     Split,
+    group_units,
+    head_end,
     is_system,
     pipeline_kind,
     split,
@@ -237,11 +239,13 @@ class Condenser(MessagesRunnable):
         passes the Pruner's boundary, so the tail it keeps is the unpruned one and
         the next turn's prefix is the same); by default ``tail_budget`` decides.
         """
-        _, where = split(
-            messages, head_count=self.head_count, tail_budget=self.tail_budget, meter=meter
-        )
-        if tail_from is not None:
-            where = Split(where.head_end, max(tail_from, where.head_end))
+        if tail_from is None:
+            _, where = split(
+                messages, head_count=self.head_count, tail_budget=self.tail_budget, meter=meter
+            )
+        else:
+            end = head_end(messages, group_units(messages), self.head_count)
+            where = Split(end, max(tail_from, end))
         middle = messages[where.head_end : where.tail_start]
         kept_system = [m for m in middle if is_system(m)]
         replaced = [m for m in middle if not is_system(m)]

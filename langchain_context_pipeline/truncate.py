@@ -127,16 +127,19 @@ def _select(
         index_chars = 0
         note_cost = meter.one(HumanMessage("x" * _NOTE_CHARS))
     used += note_cost
-    optional = [u for u in units if u not in mandatory]
-    summaries = [
-        u for u in optional if any(pipeline_kind(messages[i]) == "summary" for i in range(*u))
-    ]
+    required = set(mandatory)
+    summaries: list[tuple[int, int]] = []
+    fill: list[tuple[int, int]] = []
+    for u in units:
+        if u in required:
+            continue
+        is_summary = any(pipeline_kind(messages[i]) == "summary" for i in range(*u))
+        (summaries if is_summary else fill).append(u)
     for u in summaries:
         cost = meter.span(messages, *u)
         if used + cost <= budget:
             keep.update(range(*u))
             used += cost
-    fill = [u for u in optional if u not in summaries]
     first = len(messages)
     room = budget - used
     for u in reversed(fill):
