@@ -318,10 +318,14 @@ class ContextPipeline(MessagesRunnable):
 
     # -- the one planner --------------------------------------------------------------
 
-    def _with_running(
-        self, messages: list[BaseMessage], running: RunningSummary | None, meter: Meter
-    ) -> list[BaseMessage] | None:
-        """Return head + running summary + uncovered turns, or None if it does not apply."""
+    def _covered(
+        self, messages: list[BaseMessage], running: RunningSummary | None
+    ) -> tuple[int, int] | None:
+        """Return the span ``[start, stop)`` a running summary stands for, if it applies.
+
+        It applies when the message it covers through is there, after the head, and
+        ends a unit (so putting the summary in its place orphans nothing).
+        """
         if running is None:
             return None
         through = next((i for i, m in enumerate(messages) if m.id == running.through), None)
@@ -331,7 +335,7 @@ class ContextPipeline(MessagesRunnable):
         start = head_end(messages, units, self.head_count)
         if through < start or (through + 1) not in {end for _, end in units}:
             return None
-        return [*messages[:start], running.message, *messages[through + 1 :]]
+        return start, through + 1
 
     def _limits(self, reserved: int) -> tuple[int, int]:
         """Return this call's (budget, tail budget) once ``reserved`` tokens are set aside."""
@@ -395,14 +399,19 @@ class ContextPipeline(MessagesRunnable):
         else:
             tokens = int(self.token_counter(messages))
         report.tokens_before = tokens
-        reused = self._with_running(messages, running, meter)
-        if reused is not None:
-            work = reused
+        covered = self._covered(messages, running)
+        if covered is not None and running is not None:
+            start, stop = covered
+            work = [*messages[:start], running.message, *messages[stop:]]
             report.summary_reused = True
-            tokens = meter.total(work)
+            if counts is not None:  # the counts just taken serve the new list too
+                summary = estimate_message_tokens(running.message)
+                tokens = sum(counts[:start]) + summary + sum(counts[stop:])
+            else:
+                tokens = meter.total(work)
         if tokens <= limit:
             report.tokens_after = tokens
-            return CompressionResult(work, report, running if reused is not None else None)
+            return CompressionResult(work, report, running if report.summary_reused else None)
         if counts is not None:
             meter.seed(messages, counts)
 
@@ -450,7 +459,7 @@ class ContextPipeline(MessagesRunnable):
             tokens = report.tokens_after_truncate = meter.total(work)
         report.tokens_after = tokens
         carried = RunningSummary.of(work)
-        if carried is None and reused is not None and running is not None:
+        if carried is None and report.summary_reused and running is not None:
             carried = running if any(m is running.message for m in work) else None
         return CompressionResult(work, report, carried)
 
