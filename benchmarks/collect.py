@@ -140,8 +140,8 @@ def stats_dict(stats: RunStats, base: RunStats, tiktoken: bool) -> dict[str, Any
         "cost_parts": {
             "uncached": uncached / base_cost if base_cost else None,
             "cached": CACHED_PRICE * stats.cached_tokens / base_cost if base_cost else None,
-            "summariser_input": stats.summariser_input / base_cost if base_cost else None,
-            "summariser_output": OUTPUT_PRICE * stats.summariser_output / base_cost
+            "summarizer_input": stats.summarizer_input / base_cost if base_cost else None,
+            "summarizer_output": OUTPUT_PRICE * stats.summarizer_output / base_cost
             if base_cost
             else None,
         },
@@ -149,10 +149,10 @@ def stats_dict(stats: RunStats, base: RunStats, tiktoken: bool) -> dict[str, Any
         "cost_beyond_window": stats.cost_beyond,
         "cost_beyond_share": stats.cost_beyond / base.cost_beyond if base.cost_beyond else None,
         "cost_within_share": (cost - stats.cost_beyond) / base_cost if base_cost else None,
-        "summariser_calls": stats.summariser_calls,
+        "summarizer_calls": stats.summarizer_calls,
         "summaries_written": stats.summaries_written,
-        "summariser_input": stats.summariser_input,
-        "summariser_output": stats.summariser_output,
+        "summarizer_input": stats.summarizer_input,
+        "summarizer_output": stats.summarizer_output,
         "overflows": stats.overflows,
         "max_input": stats.max_input,
         "orphans": stats.orphans,
@@ -185,8 +185,8 @@ def stats_dict(stats: RunStats, base: RunStats, tiktoken: bool) -> dict[str, Any
         out["tiktoken"] = {
             "input_tokens": stats.input_tokens_tiktoken,
             "cached_tokens": stats.cached_tokens_tiktoken,
-            "summariser_input": stats.summariser_input_tiktoken,
-            "summariser_output": stats.summariser_output_tiktoken,
+            "summarizer_input": stats.summarizer_input_tiktoken,
+            "summarizer_output": stats.summarizer_output_tiktoken,
             "cost": tk_cost,
             "cost_share": tk_cost / tk_base if tk_base else None,
         }
@@ -276,12 +276,12 @@ def collect(
                 }
                 for t in transcripts
             ],
-            "fake_summariser": {"share": SHARE, "cap_chars": CAP_CHARS},
+            "fake_summarizer": {"share": SHARE, "cap_chars": CAP_CHARS},
             "cost_model": {
                 "uncached_input": 1.0,
                 "cached_input": CACHED_PRICE,
-                "summariser_input": 1.0,
-                "summariser_output": OUTPUT_PRICE,
+                "summarizer_input": 1.0,
+                "summarizer_output": OUTPUT_PRICE,
             },
             "strategies": {},
         },

@@ -1,4 +1,4 @@
-"""The one deterministic fake summariser that serves every strategy.
+"""The one deterministic fake summarizer that serves every strategy.
 
 Its reply is the first ``min(share x prompt chars, cap_chars)`` characters of its
 prompt (the prompt's messages rendered as text and joined), so its size follows
@@ -49,7 +49,7 @@ def prompt_text(messages: Sequence[BaseMessage]) -> str:
 
 @dataclass
 class SummaryCall:
-    """One call to the fake summariser."""
+    """One call to the fake summarizer."""
 
     input_tokens: int
     output_tokens: int
@@ -59,7 +59,7 @@ class SummaryCall:
     output_chars: int
 
 
-class FakeSummariser(BaseChatModel):
+class FakeSummarizer(BaseChatModel):
     """A chat model whose reply is the head of its own prompt (20%, at most 16,000 chars)."""
 
     share: float = SHARE
@@ -71,7 +71,7 @@ class FakeSummariser(BaseChatModel):
 
     @property
     def _llm_type(self) -> str:
-        return "benchmark-fake-summariser"
+        return "benchmark-fake-summarizer"
 
     def set_second_counter(self, counter: Callable[[Sequence[BaseMessage]], int] | None) -> None:
         """Also count each call's tokens with ``counter`` (e.g. tiktoken)."""

@@ -17,7 +17,7 @@ CACHED_PRICE = 0.1
 """Price of a cached input token, relative to an uncached one."""
 
 OUTPUT_PRICE = 4.0
-"""Price of a summariser output token, relative to an uncached input token."""
+"""Price of a summarizer output token, relative to an uncached input token."""
 
 ARG_KEYS = ("path", "file_path", "command", "cmd", "query", "pattern", "url")
 """Tool-call arguments whose values retention looks for."""
@@ -280,16 +280,16 @@ class RunStats:
     cached_tokens: int = 0
     input_tokens_tiktoken: int = 0
     cached_tokens_tiktoken: int = 0
-    summariser_calls: int = 0
+    summarizer_calls: int = 0
     summaries_written: int = 0
-    summariser_input: int = 0
-    summariser_output: int = 0
-    summariser_input_tiktoken: int = 0
-    summariser_output_tiktoken: int = 0
+    summarizer_input: int = 0
+    summarizer_output: int = 0
+    summarizer_input_tiktoken: int = 0
+    summarizer_output_tiktoken: int = 0
     requests_beyond: int = 0
     """Requests whose unmanaged history was larger than the window."""
     cost_beyond: float = 0.0
-    """Effective cost (summariser included) of the requests beyond the window."""
+    """Effective cost (summarizer included) of the requests beyond the window."""
     overflows: int = 0
     max_input: int = 0
     orphans: int = 0
@@ -318,10 +318,10 @@ class RunStats:
         """Effective cost in uncached-input-token units."""
         if tiktoken:
             inputs, cached = self.input_tokens_tiktoken, self.cached_tokens_tiktoken
-            s_in, s_out = self.summariser_input_tiktoken, self.summariser_output_tiktoken
+            s_in, s_out = self.summarizer_input_tiktoken, self.summarizer_output_tiktoken
         else:
             inputs, cached = self.input_tokens, self.cached_tokens
-            s_in, s_out = self.summariser_input, self.summariser_output
+            s_in, s_out = self.summarizer_input, self.summarizer_output
         return (inputs - cached) + CACHED_PRICE * cached + s_in + OUTPUT_PRICE * s_out
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from langchain_core.messages import BaseMessage
 
 from benchmarks.data import Transcript
-from benchmarks.fake import FakeSummariser
+from benchmarks.fake import FakeSummarizer
 from benchmarks.metrics import (
     CACHED_PRICE,
     OUTPUT_PRICE,
@@ -111,11 +111,11 @@ def replay_one(
 
     stats.summaries_written = strategy.summaries
     for call in strategy.fake.calls:
-        stats.summariser_calls += 1
-        stats.summariser_input += call.input_tokens
-        stats.summariser_output += call.output_tokens
-        stats.summariser_input_tiktoken += call.input_tokens_tiktoken or 0
-        stats.summariser_output_tiktoken += call.output_tokens_tiktoken or 0
+        stats.summarizer_calls += 1
+        stats.summarizer_input += call.input_tokens
+        stats.summarizer_output += call.output_tokens
+        stats.summarizer_input_tiktoken += call.input_tokens_tiktoken or 0
+        stats.summarizer_output_tiktoken += call.output_tokens_tiktoken or 0
     if transcript.request_ends:
         stats.retention = retention(history, model_input)
     return stats
@@ -132,7 +132,7 @@ def replay(
     began = time.perf_counter()
     result = WindowResult(window=window)
     for cls in strategies:
-        fake = FakeSummariser()
+        fake = FakeSummarizer()
         fake.set_second_counter(second)
         strategy = cls(window, fake)
         result.strategies.append(strategy)

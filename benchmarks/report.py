@@ -37,7 +37,7 @@ def _summary_rows(data: dict[str, Any], config: dict[str, Any]) -> list[list[str
                 _num(t["input_tokens"]),
                 _pct(t["cached_share"], 0),
                 f"**{_pct(t['cost_share'])}**",
-                f"{t['summariser_calls']} ({t['summaries_written']})",
+                f"{t['summarizer_calls']} ({t['summaries_written']})",
                 f"{t['overflows']} ({t['max_input'] / data['window']:.2f}x)",
                 f"{t['orphans']} / {t['unanswered']}",
                 str(t["task_lost"]),
@@ -53,7 +53,7 @@ SUMMARY_HEADER = [
     "input tokens",
     "cached",
     "cost vs none",
-    "summariser calls (summaries written)",
+    "summarizer calls (summaries written)",
     "overflows (largest / window)",
     "orphans / unanswered",
     "requests without the task",
@@ -108,7 +108,7 @@ def _per_transcript(out: dict[str, Any]) -> list[str]:
         lines += _table(["transcript"] + [config[k]["label"] for k in keys], rows)
         lines += [
             "",
-            f"### Window {_k(window)}: overflows · summariser calls · orphans/unanswered",
+            f"### Window {_k(window)}: overflows · summarizer calls · orphans/unanswered",
             "",
         ]
         rows = []
@@ -116,7 +116,7 @@ def _per_transcript(out: dict[str, Any]) -> list[str]:
             cells = []
             for k in keys:
                 s = per[k][n]
-                cell = f"{s['overflows']} · {s['summariser_calls']}"
+                cell = f"{s['overflows']} · {s['summarizer_calls']}"
                 if s["orphans"] or s["unanswered"]:
                     cell += f" · {s['orphans']}/{s['unanswered']}"
                 if s["errors"]:
@@ -171,8 +171,8 @@ def _cost_parts(out: dict[str, Any]) -> list[str]:
                     config[key]["label"],
                     _pct(p["uncached"]),
                     _pct(p["cached"]),
-                    _pct(p["summariser_input"]),
-                    _pct(p["summariser_output"]),
+                    _pct(p["summarizer_input"]),
+                    _pct(p["summarizer_output"]),
                     f"**{_pct(t['cost_share'])}**",
                     _pct(t["cost_within_share"]),
                     _pct(t["cost_beyond_share"]),
@@ -184,8 +184,8 @@ def _cost_parts(out: dict[str, Any]) -> list[str]:
                 "strategy",
                 "uncached input",
                 "0.1 x cached",
-                "summariser input",
-                "4 x summariser output",
+                "summarizer input",
+                "4 x summarizer output",
                 "total",
                 "of which: requests within the window",
                 "beyond the window, vs none there",
@@ -348,13 +348,13 @@ def render(out: dict[str, Any]) -> str:
         "Peers keep their own default counter for their own decisions "
         "(`count_tokens_approximately`), as their users would, except `trim_messages`, "
         "which needs one and gets ours.",
-        f"- One fake summariser (a `BaseChatModel`) serves every strategy: its reply is the "
-        f"first min({config['fake_summariser']['share']:.0%} of its prompt's characters, "
-        f"{config['fake_summariser']['cap_chars']:,}) characters of its prompt. "
+        f"- One fake summarizer (a `BaseChatModel`) serves every strategy: its reply is the "
+        f"first min({config['fake_summarizer']['share']:.0%} of its prompt's characters, "
+        f"{config['fake_summarizer']['cap_chars']:,}) characters of its prompt. "
         "It records calls and tokens; its time is subtracted from the overhead.",
         "- Cost model (prices relative to one uncached input token, as e.g. GPT-4.1 or "
         "Claude Sonnet price them: cached reads 0.1x, output 4-5x): effective cost = uncached "
-        "input + 0.1 x cached input + summariser input + 4 x summariser output; cache writes "
+        "input + 0.1 x cached input + summarizer input + 4 x summarizer output; cache writes "
         "are free and every request may reuse the longest common prefix (message by message, "
         "as the provider sees them: role, content, tool calls) of the previous request. "
         "Shown as a share of no management on the same transcripts.",
@@ -373,7 +373,7 @@ def render(out: dict[str, Any]) -> str:
         "`SomethingError...` at a line start, `error: ...` or `BUILD FAILED`. Summed over "
         "transcripts.",
         "- Overhead: wall time of each strategy's own step per request (its call; the graph's "
-        "state bookkeeping is not timed), fake summariser excluded.",
+        "state bookkeeping is not timed), fake summarizer excluded.",
         "",
         "Strategies (window W, tail W/4):",
         "",

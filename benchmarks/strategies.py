@@ -3,7 +3,7 @@
 Every strategy is replayed turn by turn with its state carried between turns the
 way its own integration carries it:
 
-- ours: ``ContextPipeline.compress(history, running_summary=...)``, the running
+- ours: ``ContextPipeline.compress(history, carried_summary=...)``, the running
   summary carried to the next turn exactly as the LangGraph hook does (the full
   history stays in the checkpoint; only the model input is compressed);
 - ``SummarizationMiddleware``: its real ``before_model`` on the agent state, whose
@@ -30,9 +30,9 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 from langchain_core.messages.utils import trim_messages
 
-from benchmarks.fake import FakeSummariser
+from benchmarks.fake import FakeSummarizer
 from langchain_context_pipeline import ContextPipeline, Pruner, estimate_tokens
-from langchain_context_pipeline.pipeline import RunningSummary
+from langchain_context_pipeline.carried import CarriedSummary
 
 with warnings.catch_warnings():
     # The peers' imports emit deprecation warnings of their own dependencies
@@ -58,7 +58,7 @@ class Strategy:
     budgeted: bool = True
     """Whether the strategy promises to stay within the window."""
 
-    def __init__(self, window: int, fake: FakeSummariser) -> None:
+    def __init__(self, window: int, fake: FakeSummarizer) -> None:
         self.window = window
         self.tail = window // 4
         self.fake = fake
@@ -103,7 +103,7 @@ class OursPruneOnly(Strategy):
     ours = True
     budgeted = False
 
-    def __init__(self, window: int, fake: FakeSummariser) -> None:
+    def __init__(self, window: int, fake: FakeSummarizer) -> None:
         super().__init__(window, fake)
         self.pruner = Pruner(tail_budget=self.tail)
 
@@ -117,10 +117,10 @@ class OursPruneOnly(Strategy):
 class _OursPipeline(Strategy):
     ours = True
 
-    def __init__(self, window: int, fake: FakeSummariser) -> None:
+    def __init__(self, window: int, fake: FakeSummarizer) -> None:
         super().__init__(window, fake)
         self.pipeline = self._build()
-        self.running: RunningSummary | None = None
+        self.running: CarriedSummary | None = None
         self.all_reports: list[dict[str, Any]] = []
         """Every turn's CompressionReport, over every transcript replayed."""
 
@@ -132,8 +132,8 @@ class _OursPipeline(Strategy):
         self.running = None
 
     def step(self, history: list[BaseMessage], new: list[BaseMessage]) -> list[BaseMessage]:
-        result = self._timed(lambda: self.pipeline.compress(history, running_summary=self.running))
-        self.running = result.running_summary
+        result = self._timed(lambda: self.pipeline.compress(history, carried_summary=self.running))
+        self.running = result.carried_summary
         self.all_reports.append(result.report.as_dict())
         if result.report.summary_source is not None:
             self.summaries += 1
@@ -151,7 +151,7 @@ class OursCondense(_OursPipeline):
     def describe(self) -> str:
         return (
             f"`ContextPipeline(threshold={self.window}, tail_budget={self.tail}, model=fake)`"
-            ".compress(history, running_summary=carried)"
+            ".compress(history, carried_summary=carried)"
         )
 
 
@@ -165,7 +165,7 @@ class OursDefault(_OursPipeline):
     def describe(self) -> str:
         return (
             f"`ContextPipeline(threshold={self.window}, tail_budget={self.tail})`"
-            ".compress(history, running_summary=carried) (model=None)"
+            ".compress(history, carried_summary=carried) (model=None)"
         )
 
 
@@ -180,7 +180,7 @@ class LCSummarization(Strategy):
     label = "SummarizationMiddleware"
     summarises = True
 
-    def __init__(self, window: int, fake: FakeSummariser) -> None:
+    def __init__(self, window: int, fake: FakeSummarizer) -> None:
         super().__init__(window, fake)
         self.middleware: SummarizationMiddleware[Any, Any, Any] = SummarizationMiddleware(
             model=fake, trigger=("tokens", window), keep=("tokens", self.tail)
@@ -221,7 +221,7 @@ class LCContextEditing(Strategy):
     key = "lc_context_editing"
     label = "ContextEditingMiddleware"
 
-    def __init__(self, window: int, fake: FakeSummariser) -> None:
+    def __init__(self, window: int, fake: FakeSummarizer) -> None:
         super().__init__(window, fake)
         self.middleware: ContextEditingMiddleware[Any, Any, Any] = ContextEditingMiddleware(
             edits=[ClearToolUsesEdit(trigger=window, keep=3)]
@@ -256,7 +256,7 @@ class LangmemSummarization(Strategy):
     label = "langmem SummarizationNode"
     summarises = True
 
-    def __init__(self, window: int, fake: FakeSummariser) -> None:
+    def __init__(self, window: int, fake: FakeSummarizer) -> None:
         super().__init__(window, fake)
         self.node = SummarizationNode(model=fake, max_tokens=window)
         self.context: dict[str, Any] = {}
@@ -270,9 +270,9 @@ class LangmemSummarization(Strategy):
             lambda: self.node.invoke({"messages": history, "context": self.context})
         )
         if "context" in update:
-            before = self.context.get("running_summary")
+            before = self.context.get("carried_summary")
             self.context = update["context"]
-            if self.context.get("running_summary") is not before:
+            if self.context.get("carried_summary") is not before:
                 self.summaries += 1
         return list(update["summarized_messages"])
 

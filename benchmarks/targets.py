@@ -90,40 +90,40 @@ def evaluate(out: dict[str, Any]) -> list[dict[str, Any]]:
             )
             if summarising:
                 note = "; ".join(
-                    f"{config[k]['label']}: {totals[k]['summariser_calls']} calls, "
+                    f"{config[k]['label']}: {totals[k]['summarizer_calls']} calls, "
                     f"{totals[k]['summaries_written']} summaries written"
                     for k in summarising
                 )
-                fewest = min(summarising, key=lambda k: totals[k]["summariser_calls"])
-                bar = totals[fewest]["summariser_calls"] * CALLS_SHARE
+                fewest = min(summarising, key=lambda k: totals[k]["summarizer_calls"])
+                bar = totals[fewest]["summarizer_calls"] * CALLS_SHARE
                 rows.append(
                     _row(
-                        "summariser calls <= 1/3 of the best summarising peer",
+                        "summarizer calls <= 1/3 of the best summarising peer",
                         label,
                         name,
-                        str(mine["summariser_calls"]),
+                        str(mine["summarizer_calls"]),
                         f"<= {bar:.1f} ({config[fewest]['label']})",
-                        mine["summariser_calls"] <= bar,
+                        mine["summarizer_calls"] <= bar,
                         note,
                     )
                 )
                 modelled = [
                     k
                     for k in summarising
-                    if totals[k]["summariser_calls"] >= totals[k]["summaries_written"]
-                    and totals[k]["summariser_calls"] > 0
+                    if totals[k]["summarizer_calls"] >= totals[k]["summaries_written"]
+                    and totals[k]["summarizer_calls"] > 0
                 ]
                 if modelled and modelled != [fewest]:
-                    fewest = min(modelled, key=lambda k: totals[k]["summariser_calls"])
-                    bar = totals[fewest]["summariser_calls"] * CALLS_SHARE
+                    fewest = min(modelled, key=lambda k: totals[k]["summarizer_calls"])
+                    bar = totals[fewest]["summarizer_calls"] * CALLS_SHARE
                     rows.append(
                         _row(
                             "... same, among peers whose every summary came from the model",
                             label,
                             name,
-                            str(mine["summariser_calls"]),
+                            str(mine["summarizer_calls"]),
                             f"<= {bar:.1f} ({config[fewest]['label']})",
-                            mine["summariser_calls"] <= bar,
+                            mine["summarizer_calls"] <= bar,
                             "SummarizationMiddleware mostly writes a canned text without a call",
                         )
                     )

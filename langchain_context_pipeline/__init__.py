@@ -4,43 +4,42 @@ Cheapest way first: free pruning of old, bulky content, then one summary of the
 middle turns, then a hard cut that makes the budget a guarantee.
 """
 
-from langchain_context_pipeline.briefs import BUILTIN_BRIEFS, ToolBrief, brief_for
-from langchain_context_pipeline.condenser import (
-    CONDENSED_TAG,
-    DIGEST,
-    Condenser,
-    CondenseStats,
-    is_pipeline_summary,
-)
-from langchain_context_pipeline.pipeline import (
-    CompressionReport,
-    CompressionResult,
-    ContextPipeline,
-    RunningSummary,
-)
+from langchain_context_pipeline.briefs import BUILTIN_BRIEFS, BriefFunction, brief_for
+from langchain_context_pipeline.carried import SUMMARY_STATE_KEY, CarriedSummary
+from langchain_context_pipeline.condenser import Condenser, CondenseStats
+from langchain_context_pipeline.digest import DIGEST
+from langchain_context_pipeline.marks import CONDENSED_TAG, is_pipeline_summary
+from langchain_context_pipeline.pipeline import ContextPipeline
 from langchain_context_pipeline.pruner import Pruner, PruneStats
+from langchain_context_pipeline.report import CompressionReport, CompressionResult
+from langchain_context_pipeline.settings import CondenseSettings, PipelineSettings, PruneSettings
 from langchain_context_pipeline.tokens import (
     TokenCounter,
     estimate_tokens,
     resolve_token_counter,
     tiktoken_counter,
 )
-from langchain_context_pipeline.truncate import hard_truncate
+from langchain_context_pipeline.truncate import TruncateStats, hard_truncate
 
 __all__ = [
     "BUILTIN_BRIEFS",
     "CONDENSED_TAG",
     "DIGEST",
+    "SUMMARY_STATE_KEY",
+    "BriefFunction",
+    "CarriedSummary",
     "CompressionReport",
     "CompressionResult",
+    "CondenseSettings",
     "CondenseStats",
     "Condenser",
     "ContextPipeline",
+    "PipelineSettings",
+    "PruneSettings",
     "PruneStats",
     "Pruner",
-    "RunningSummary",
     "TokenCounter",
-    "ToolBrief",
+    "TruncateStats",
     "brief_for",
     "estimate_tokens",
     "hard_truncate",

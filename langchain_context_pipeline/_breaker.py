@@ -1,4 +1,4 @@
-"""A circuit breaker for the summariser: stop calling a model that keeps failing."""
+"""A circuit breaker for the summarizer: stop calling a model that keeps failing."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ class CircuitBreaker:
         self._lock = threading.Lock()
 
     def allow(self) -> bool:
-        """Return whether the summariser may be called now (spends one skip if not)."""
+        """Return whether the summarizer may be called now (spends one skip if not)."""
         with self._lock:
             if self._skips_left > 0:
                 self._skips_left -= 1

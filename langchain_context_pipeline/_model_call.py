@@ -1,4 +1,4 @@
-"""Calling the summariser: the only place where sync and async differ.
+"""Calling the summarizer: the only place where sync and async differ.
 
 The planners are generators: they ``yield`` a :class:`SummaryRequest` and receive
 the model's reply (or the exception it raised). :func:`drive` and :func:`adrive`
@@ -27,32 +27,32 @@ It is spelt here so that the core does not import langgraph; a test pins it to
 """
 
 RUN_NAME = "context_condenser"
-"""The name of the summariser's run in traces."""
+"""The name of the summarizer's run in traces."""
 
 T = TypeVar("T")
 
 Reply = Any
-"""What the summariser answered: a message, text, None, or the exception it raised."""
+"""What the summarizer answered: a message, text, None, or the exception it raised."""
 
 
 @dataclass(frozen=True)
 class SummaryRequest:
-    """One call the planner needs the summariser to make."""
+    """One call the planner needs the summarizer to make."""
 
     prompt: list[BaseMessage]
-    """The messages sent to the summariser."""
+    """The messages sent to the summarizer."""
     max_tokens: int
     """The summary's token budget, passed as a max-tokens hint where the model takes one."""
 
 
 SummaryModel = BaseChatModel | Runnable[Any, Any] | Callable[..., Any]
-"""A summariser: a chat model, a Runnable or a callable taking the prompt messages."""
+"""A summarizer: a chat model, a Runnable or a callable taking the prompt messages."""
 
 _HINT_FIELDS = ("max_tokens", "max_output_tokens", "num_predict", "max_new_tokens")
 
 
 class SummaryTimeoutError(TimeoutError):
-    """The summariser did not answer within ``summary_timeout`` seconds."""
+    """The summarizer did not answer within ``summary_timeout`` seconds."""
 
 
 def max_tokens_hint(model: Any, budget: int) -> dict[str, Any]:
@@ -73,14 +73,16 @@ def _child_config() -> RunnableConfig:
     return config
 
 
-def call_model(model: SummaryModel, request: SummaryRequest, timeout: float | None) -> Reply:
-    """Call the summariser synchronously; return its reply or the exception it raised."""
+def _hinted(model: Runnable[Any, Any], request: SummaryRequest) -> Runnable[Any, Any]:
+    hint = max_tokens_hint(model, request.max_tokens)
+    return model.bind(**hint) if hint else model
+
+
+def call_model(model: Runnable[Any, Any], request: SummaryRequest, timeout: float | None) -> Reply:
+    """Call the summarizer synchronously; return its reply or the exception it raised."""
 
     def call() -> Any:
-        if isinstance(model, Runnable):
-            hint = max_tokens_hint(model, request.max_tokens)
-            return model.invoke(request.prompt, config=_child_config(), **hint)
-        return model(request.prompt)
+        return _hinted(model, request).invoke(request.prompt, config=_child_config())
 
     try:
         if timeout is None:
@@ -93,23 +95,35 @@ def call_model(model: SummaryModel, request: SummaryRequest, timeout: float | No
         done, _ = concurrent.futures.wait([future], timeout=timeout)
         if not done:
             future.cancel()
-            return SummaryTimeoutError(f"summariser gave no answer within {timeout} s")
+            return SummaryTimeoutError(f"summarizer gave no answer within {timeout} s")
         return future.result()  # the model's own exceptions (TimeoutError too) go below
-    except Exception as exc:  # every failure becomes a reply the planner handles
+    except (Exception, asyncio.CancelledError) as exc:  # every failure is a reply
         return exc
 
 
-async def acall_model(model: SummaryModel, request: SummaryRequest, timeout: float | None) -> Reply:
-    """Call the summariser asynchronously; return its reply or the exception it raised."""
+def _caller_cancelled() -> bool:
+    """Whether the task running now is being cancelled by its caller (Python 3.11+)."""
+    task = asyncio.current_task()
+    cancelling = getattr(task, "cancelling", None)
+    return bool(cancelling()) if cancelling is not None else False
+
+
+async def acall_model(
+    model: Runnable[Any, Any], request: SummaryRequest, timeout: float | None
+) -> Reply:
+    """Call the summarizer asynchronously; return its reply or the exception it raised.
+
+    A plain function is run in a worker thread (``RunnableLambda``'s ``ainvoke``),
+    so a slow synchronous summarizer never blocks the event loop and the timeout
+    holds for it too. A ``CancelledError`` raised by the summarizer is a failure
+    like any other; cancelling the caller's own task still cancels.
+    """
 
     async def call() -> Any:
-        if isinstance(model, Runnable):
-            hint = max_tokens_hint(model, request.max_tokens)
-            return await model.ainvoke(request.prompt, config=_child_config(), **hint)
-        result = model(request.prompt)
-        if inspect.isawaitable(result):
-            return await result
-        return result
+        reply = await _hinted(model, request).ainvoke(request.prompt, config=_child_config())
+        # A callable object whose __call__ returns a coroutine is not seen as async
+        # by RunnableLambda: its reply is the coroutine itself.
+        return await reply if inspect.isawaitable(reply) else reply
 
     try:
         if timeout is None:
@@ -120,8 +134,12 @@ async def acall_model(model: SummaryModel, request: SummaryRequest, timeout: flo
             task.cancel()
             # Collect the cancelled task's outcome so nothing is logged as unretrieved.
             task.add_done_callback(lambda t: t.cancelled() or t.exception())
-            return SummaryTimeoutError(f"summariser gave no answer within {timeout} s")
+            return SummaryTimeoutError(f"summarizer gave no answer within {timeout} s")
         return task.result()  # the model's own exceptions (TimeoutError too) go below
+    except asyncio.CancelledError as exc:
+        if _caller_cancelled():
+            raise
+        return exc
     except Exception as exc:
         return exc
 

@@ -8,7 +8,7 @@ from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackMa
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 
-from langchain_context_pipeline._units import coerce_messages
+from langchain_context_pipeline._coerce import coerce_messages
 
 
 class MessagesRunnable(Runnable[Any, list[BaseMessage]]):

@@ -1,82 +1,43 @@
-"""Messages as tool-call units, the head/middle/tail split, and input coercion.
+"""Tool-call units and the one split of a conversation into head, middle and tail.
 
 A *unit* is a run of consecutive messages that must be kept or removed together:
 an AIMessage with tool calls and the ToolMessages answering it (parallel calls
 included), or any other single message. Every stage cuts only between units, so
 no stage can orphan a tool result or leave a call unanswered.
+
+:class:`Split` is computed once per list and handed to every stage: the units,
+where the head ends, where the protected tail starts, and which messages are
+system messages (never pruned, summarized or dropped).
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
 
-from langchain_core.messages import (
-    BaseMessage,
-    SystemMessage,
-    ToolMessage,
-    convert_to_messages,
-)
-from langchain_core.prompt_values import PromptValue
+from langchain_core.messages import BaseMessage, ChatMessage, SystemMessage, ToolMessage
 
-from langchain_context_pipeline.tokens import (
-    TokenCounter,
-    estimate_message_tokens,
-    estimate_tokens,
-    tool_call_ids,
-)
+from langchain_context_pipeline._meter import Meter
+from langchain_context_pipeline.marks import WRITTEN_KINDS, pipeline_kind
+from langchain_context_pipeline.tokens import tool_call_ids
 
-METADATA_KEY = "context_pipeline"
-"""Key in ``response_metadata`` under which the pipeline marks the messages it wrote."""
+Unit = tuple[int, int]
+"""A unit as a half-open index range ``(start, end)``."""
+
+_SYSTEM_ROLES = frozenset({"system", "developer"})
 
 
-WRITTEN_KINDS = frozenset({"summary", "note"})
-"""Kinds of whole messages the pipeline writes (a brief only rewrites a tool result)."""
+def is_system(message: BaseMessage) -> bool:
+    """Return whether ``message`` acts as a system message (never pruned or summarized).
 
-
-def coerce_messages(value: Any) -> list[BaseMessage]:
-    """Return ``value`` as a list of messages; a list of messages is returned as is.
-
-    Accepts a sequence of ``BaseMessage``, OpenAI-style dicts, ``(role, text)``
-    tuples or strings, and a ``PromptValue``.
-
-    Raises:
-        TypeError: naming the index and type of the first item that is not a message.
+    A ``SystemMessage``, or a ``ChatMessage`` whose role is ``system`` or ``developer``.
     """
-    if isinstance(value, PromptValue):
-        return value.to_messages()
-    if isinstance(value, BaseMessage | str | bytes | dict) or not isinstance(value, Sequence):
-        raise TypeError(f"expected a list of messages or a PromptValue, got {type(value).__name__}")
-    if isinstance(value, list) and all(isinstance(m, BaseMessage) for m in value):
-        return value
-    out: list[BaseMessage] = []
-    for index, item in enumerate(value):
-        if isinstance(item, BaseMessage):
-            out.append(item)
-            continue
-        if not isinstance(item, dict | tuple | str):
-            raise TypeError(
-                f"messages[{index}] is {type(item).__name__}, expected a BaseMessage, "
-                "an OpenAI-style dict, a (role, content) tuple or a string"
-            )
-        try:
-            out.extend(convert_to_messages([item]))
-        except (ValueError, TypeError, KeyError, NotImplementedError) as exc:
-            raise TypeError(f"messages[{index}] cannot be read as a message: {exc}") from exc
-    return out
+    if isinstance(message, SystemMessage):
+        return True
+    return isinstance(message, ChatMessage) and message.role in _SYSTEM_ROLES
 
 
-def pipeline_kind(message: BaseMessage) -> str | None:
-    """Return what the pipeline wrote this message as (``"summary"``, ``"note"``), or None."""
-    meta = message.response_metadata.get(METADATA_KEY)
-    if isinstance(meta, dict):
-        kind = meta.get("kind")
-        return kind if isinstance(kind, str) else None
-    return None
-
-
-def group_units(messages: Sequence[BaseMessage]) -> list[tuple[int, int]]:
+def group_units(messages: Sequence[BaseMessage]) -> list[Unit]:
     """Split messages into units, as half-open index ranges ``(start, end)``.
 
     A unit runs from an AIMessage with tool calls to the last ToolMessage that
@@ -94,7 +55,7 @@ def group_units(messages: Sequence[BaseMessage]) -> list[tuple[int, int]]:
         else:
             for cid in tool_call_ids(message):
                 open_calls[cid] = index
-    units: list[tuple[int, int]] = []
+    units: list[Unit] = []
     start = 0
     while start < n:
         end = end_of[start]
@@ -107,67 +68,7 @@ def group_units(messages: Sequence[BaseMessage]) -> list[tuple[int, int]]:
     return units
 
 
-class Meter:
-    """Per-message token counts for one call, with the counter's total as the judge."""
-
-    def __init__(self, counter: TokenCounter) -> None:
-        """Measure with ``counter``."""
-        self.counter = counter
-        self._default = counter is estimate_tokens
-        self._cache: dict[int, tuple[BaseMessage, int]] = {}
-
-    def one(self, message: BaseMessage) -> int:
-        """Return the tokens of one message (cached for this call)."""
-        hit = self._cache.get(id(message))
-        if hit is not None and hit[0] is message:
-            return hit[1]
-        tokens = estimate_message_tokens(message) if self._default else int(self.counter([message]))
-        self._cache[id(message)] = (message, tokens)
-        return tokens
-
-    def total(self, messages: Sequence[BaseMessage]) -> int:
-        """Return the counter's own total for ``messages``.
-
-        The default estimate is a plain sum, so it reuses the per-message counts;
-        any other counter is asked for the whole list (it may add framing).
-        """
-        if self._default:
-            return sum(self.one(m) for m in messages)
-        return int(self.counter(messages))
-
-    def seed(self, messages: Sequence[BaseMessage], counts: Sequence[int]) -> None:
-        """Remember per-message counts already computed for ``messages``."""
-        for message, tokens in zip(messages, counts, strict=True):
-            self._cache[id(message)] = (message, tokens)
-
-    @property
-    def additive(self) -> bool:
-        """Whether the total is the sum of the per-message counts."""
-        return self._default
-
-    def span(self, messages: Sequence[BaseMessage], start: int, end: int) -> int:
-        """Return the summed per-message tokens of ``messages[start:end]``."""
-        return sum(self.one(messages[i]) for i in range(start, end))
-
-
-@dataclass(frozen=True)
-class Split:
-    """Where the head ends and the tail starts, on unit boundaries."""
-
-    head_end: int
-    """Messages ``[0, head_end)`` are the head, kept verbatim."""
-    tail_start: int
-    """Messages ``[tail_start, n)`` are the protected tail; ``tail_start >= head_end``."""
-
-
-def head_end(messages: Sequence[BaseMessage], units: list[tuple[int, int]], head_count: int) -> int:
-    """Return where the head ends: the whole units among the first ``head_count`` messages.
-
-    A tool unit that reaches past ``head_count`` is not part of the head (the task
-    is the system prompt and the user's request, not a tool result). The head
-    stops before any message the pipeline wrote (a prior summary or note), so a
-    summary is merged, never frozen into the head.
-    """
+def _head_end(messages: Sequence[BaseMessage], units: Sequence[Unit], head_count: int) -> int:
     end = 0
     for start, stop in units:
         if stop > head_count:
@@ -178,36 +79,83 @@ def head_end(messages: Sequence[BaseMessage], units: list[tuple[int, int]], head
     return end
 
 
-def tail_start(
-    messages: Sequence[BaseMessage],
-    units: list[tuple[int, int]],
-    budget: int,
-    meter: Meter,
-    floor: int = 0,
-) -> int:
-    """Return where the protected tail starts: newest whole units within ``budget``.
+@dataclass(frozen=True)
+class Split:
+    """One list's units, head, tail and system messages, computed once per list."""
 
-    The last unit is always in the tail, whatever its size. The tail never
-    reaches into ``[0, floor)``.
-    """
-    if not units:
-        return 0
-    used = 0
-    start = len(messages)
-    for unit_start, unit_end in reversed(units):
-        if unit_start < floor:
-            break
-        cost = meter.span(messages, unit_start, unit_end)
-        if start != len(messages) and used + cost > budget:
-            break
-        used += cost
-        start = unit_start
-    return snap_forward(messages, units, max(start, floor), max(budget // 2, 1), meter)
+    units: tuple[Unit, ...]
+    """The list's units in order."""
+    head_end: int
+    """Messages ``[0, head_end)`` are the head, kept verbatim."""
+    tail_start: int
+    """Messages ``[tail_start, n)`` are the protected tail (``n`` until a tail is set)."""
+    systems: frozenset[int]
+    """Indices of the messages that act as system messages."""
+    size: int
+    """The number of messages split."""
+
+    @classmethod
+    def of(cls, messages: Sequence[BaseMessage], head_count: int) -> Split:
+        """Split ``messages``: the head is the whole units among the first ``head_count``.
+
+        A tool unit that reaches past ``head_count`` is not part of the head (the
+        task is the system prompt and the user's request, not a tool result). The
+        head stops before any message the pipeline wrote (a prior summary or note),
+        so a summary is merged, never frozen into the head.
+        """
+        units = tuple(group_units(messages))
+        systems = frozenset(i for i, m in enumerate(messages) if is_system(m))
+        n = len(messages)
+        return cls(units, _head_end(messages, units, head_count), n, systems, n)
+
+    @property
+    def unit_ends(self) -> frozenset[int]:
+        """The indices at which a unit ends (valid cut points)."""
+        return frozenset(end for _, end in self.units)
+
+    def with_tail(self, messages: Sequence[BaseMessage], budget: int, meter: Meter) -> Split:
+        """Return this split with the protected tail: newest whole units within ``budget``.
+
+        The last unit is always in the tail, whatever its size; the tail never
+        reaches into the head. The start snaps to a checkpoint (see :func:`snap_forward`).
+        """
+        if not self.units:
+            return replace(self, tail_start=0)
+        used = 0
+        start = self.size
+        for unit_start, unit_end in reversed(self.units):
+            if unit_start < self.head_end:
+                break
+            cost = meter.span(messages, unit_start, unit_end)
+            if start != self.size and used + cost > budget:
+                break
+            used += cost
+            start = unit_start
+        start = max(start, self.head_end)
+        return replace(
+            self, tail_start=snap_forward(messages, self.units, start, max(budget // 2, 1), meter)
+        )
+
+    def substitute(self, start: int, stop: int, kept: int) -> Split:
+        """Return the split of the list where ``[start, stop)`` became ``kept + 1`` messages.
+
+        ``start`` and ``stop`` are unit boundaries; the new messages (``kept`` system
+        messages, then one summary) are units of one message each.
+        """
+        shift = start + kept + 1 - stop
+        units = [u for u in self.units if u[1] <= start]
+        units += [(i, i + 1) for i in range(start, start + kept + 1)]
+        units += [(a + shift, b + shift) for a, b in self.units if a >= stop]
+        systems = {i for i in self.systems if i < start}
+        systems.update(range(start, start + kept))
+        systems.update(i + shift for i in self.systems if i >= stop)
+        size = self.size + shift
+        return Split(tuple(units), self.head_end, size, frozenset(systems), size)
 
 
 def snap_forward(
     messages: Sequence[BaseMessage],
-    units: list[tuple[int, int]],
+    units: Sequence[Unit],
     start: int,
     step: int,
     meter: Meter,
@@ -231,21 +179,3 @@ def snap_forward(
         bucket = position // step
         position += meter.span(messages, unit_start, unit_end)
     return units[-1][0]
-
-
-def split(
-    messages: Sequence[BaseMessage],
-    *,
-    head_count: int,
-    tail_budget: int,
-    meter: Meter,
-) -> tuple[list[tuple[int, int]], Split]:
-    """Group ``messages`` into units and find the head and the tail."""
-    units = group_units(messages)
-    end = head_end(messages, units, head_count)
-    return units, Split(end, tail_start(messages, units, tail_budget, meter, floor=end))
-
-
-def is_system(message: BaseMessage) -> bool:
-    """Return whether ``message`` is a system message (never pruned or summarised)."""
-    return isinstance(message, SystemMessage)

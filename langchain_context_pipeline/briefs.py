@@ -18,10 +18,10 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
-__all__ = ["BUILTIN_BRIEFS", "ToolBrief", "brief_for", "shorten"]
+__all__ = ["BUILTIN_BRIEFS", "BriefFunction", "brief_for", "shorten"]
 
-ToolBrief = Callable[[str, Mapping[str, Any], str], str]
-"""A brief builder: ``fn(tool_name, call_args, output_text) -> one line``."""
+BriefFunction = Callable[[str, Mapping[str, Any], str], str]
+"""A brief function: ``fn(tool_name, call_args, output_text) -> one line``."""
 
 _COMMAND_KEYS = ("command", "cmd", "code", "script")
 _PATH_KEYS = ("path", "file_path", "file", "filename")
@@ -157,7 +157,7 @@ def brief_generic(name: str, args: Mapping[str, Any], output: str) -> str:
     return f"[{name}]{middle} ({_size(output)})"
 
 
-BUILTIN_BRIEFS: Mapping[str, ToolBrief] = {
+BUILTIN_BRIEFS: Mapping[str, BriefFunction] = {
     **dict.fromkeys(
         ("execute", "bash", "shell", "execute_bash", "run", "run_command", "terminal", "python"),
         brief_execute,
@@ -182,7 +182,7 @@ def brief_for(
     args: Mapping[str, Any],
     output: str,
     *,
-    registry: Mapping[str, ToolBrief] | None = None,
+    registry: Mapping[str, BriefFunction] | None = None,
     limit: int = 500,
 ) -> str:
     """Return the one-line brief of a tool result, at most ``limit`` chars.
@@ -191,7 +191,7 @@ def brief_for(
     generic ``[name] key=value (N chars)`` brief. A brief builder that raises or
     returns something other than text falls back to the generic brief.
     """
-    builder: ToolBrief | None = (registry or {}).get(name) or BUILTIN_BRIEFS.get(name)
+    builder: BriefFunction | None = (registry or {}).get(name) or BUILTIN_BRIEFS.get(name)
     if builder is None and _BROWSER.match(name):
         builder = brief_browser
     line: Any = None

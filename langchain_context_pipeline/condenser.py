@@ -10,6 +10,7 @@ reaches the history.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import logging
 from collections.abc import Mapping, Sequence
@@ -18,9 +19,11 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable, RunnableConfig
+from langchain_core.runnables.base import coerce_to_runnable
 
 from langchain_context_pipeline._breaker import CircuitBreaker
 from langchain_context_pipeline._checks import check_int
+from langchain_context_pipeline._meter import Meter
 from langchain_context_pipeline._model_call import (
     Plan,
     Reply,
@@ -31,47 +34,25 @@ from langchain_context_pipeline._model_call import (
     call_model,
     drive,
 )
-from langchain_context_pipeline._prompt import DEFAULT_INSTRUCTIONS, build_prompt
+from langchain_context_pipeline._prompt import build_prompt
 from langchain_context_pipeline._runnable import MessagesRunnable
 from langchain_context_pipeline._trim import cut_end
-from langchain_context_pipeline._units import (
+from langchain_context_pipeline._units import Split
+from langchain_context_pipeline.briefs import BriefFunction
+from langchain_context_pipeline.digest import DIGEST, build_digest, build_index
+from langchain_context_pipeline.marks import (
+    CONDENSED_TAG,
     METADATA_KEY,
-    Meter,
-    Split,
-    group_units,
-    head_end,
-    is_system,
-    pipeline_kind,
-    split,
+    is_pipeline_summary,
+    pipeline_source,
+    summary_text,
 )
-from langchain_context_pipeline.briefs import ToolBrief
-from langchain_context_pipeline.digest import build_digest, build_index
+from langchain_context_pipeline.settings import CondenseSettings
 from langchain_context_pipeline.tokens import message_text, resolve_token_counter
 
-__all__ = ["CONDENSED_TAG", "DIGEST", "CondenseStats", "Condenser", "is_pipeline_summary"]
+__all__ = ["CondenseStats", "Condenser"]
 
 logger = logging.getLogger("langchain_context_pipeline")
-
-CONDENSED_TAG = "[CONTEXT CONDENSED — REFERENCE ONLY]"
-"""The first line of every summary the pipeline writes."""
-
-DIGEST = "digest"
-"""Pass as ``model`` to condense with the deterministic digest and no LLM."""
-
-
-def is_pipeline_summary(message: Any) -> bool:
-    """Return whether ``message`` is a summary this pipeline wrote.
-
-    Only the pipeline's metadata mark counts: a message that merely starts with
-    :data:`CONDENSED_TAG` is ordinary content.
-    """
-    return isinstance(message, BaseMessage) and pipeline_kind(message) == "summary"
-
-
-def summary_text(message: BaseMessage) -> str:
-    """Return a pipeline summary's text without its tag line."""
-    text = message_text(message)
-    return text[len(CONDENSED_TAG) :].lstrip("\n") if text.startswith(CONDENSED_TAG) else text
 
 
 @dataclass
@@ -80,18 +61,59 @@ class CondenseStats:
 
     condensed: int = 0
     """Messages replaced by the summary (a merged prior summary included)."""
-    summariser_calls: int = 0
-    """Calls made to the summariser."""
-    summariser_failures: int = 0
+    summarizer_calls: int = 0
+    """Calls made to the summarizer."""
+    summarizer_failures: int = 0
     """Calls whose reply was unusable; the digest stood in."""
     source: str | None = None
     """``"model"`` or ``"digest"``: who wrote the summary, if one was written."""
     failure: str | None = None
-    """Why the last summariser call was rejected, if it was."""
-    summariser_skipped: int = 0
+    """Why the last summarizer call was rejected, if it was."""
+    summarizer_skipped: int = 0
     """Summaries the digest wrote because the circuit breaker was open."""
     breaker_opened: bool = False
     """Whether this pass's failure opened the circuit breaker."""
+    tokens_after: int = 0
+    """Tokens of the whole list after condensing (set by the pipeline)."""
+
+
+def resolve_summarizer(model: Any) -> SummaryModel | None:
+    """Return the summarizer ``model`` names (``None`` for the digest).
+
+    Raises:
+        TypeError: when ``model`` is not a model, Runnable, callable, name or None.
+        ImportError: for a ``"provider:model"`` name without ``langchain`` installed.
+    """
+    if model is None or model is DIGEST:
+        return None
+    if isinstance(model, str):
+        if model == "digest":
+            raise ValueError(
+                "model='digest' is no longer accepted: pass model=DIGEST "
+                "(from langchain_context_pipeline import DIGEST)"
+            )
+        if ":" not in model:
+            raise ValueError(
+                f"model={model!r}: a model name must be 'provider:model' (read with "
+                "init_chat_model), e.g. 'openai:gpt-4o-mini'; for the digest pass model=DIGEST"
+            )
+        try:
+            from langchain.chat_models import init_chat_model
+        except ImportError as exc:
+            raise ImportError(
+                f"model={model!r} is a model name, read with init_chat_model, which needs "
+                "the agents extra: pip install 'langchain-context-pipeline[agents]'"
+            ) from exc
+        try:
+            return init_chat_model(model)
+        except Exception as exc:  # unknown provider, missing package or credentials
+            raise ValueError(f"model={model!r}: init_chat_model failed: {exc}") from exc
+    if not (isinstance(model, Runnable) or callable(model)):
+        raise TypeError(
+            "model must be a BaseChatModel, a Runnable, a callable, a 'provider:model' name, "
+            f"DIGEST or None, got {type(model).__name__}"
+        )
+    return model  # type: ignore[no-any-return]
 
 
 def _reply_text(reply: Reply) -> tuple[str | None, str | None]:
@@ -99,20 +121,20 @@ def _reply_text(reply: Reply) -> tuple[str | None, str | None]:
     if isinstance(reply, BaseException):
         return None, f"{type(reply).__name__}: {reply}"
     if reply is None:
-        return None, "the summariser returned None"
+        return None, "the summarizer returned None"
     if isinstance(reply, BaseMessage):
         text = message_text(reply)
         if not text.strip() and not isinstance(reply.content, str):
-            return None, "the summariser returned no text blocks"
+            return None, "the summarizer returned no text blocks"
     elif isinstance(reply, str):
         text = reply
     else:
-        return None, f"the summariser returned {type(reply).__name__}, not text or a message"
+        return None, f"the summarizer returned {type(reply).__name__}, not text or a message"
     text = text.strip()
     if text.startswith(CONDENSED_TAG):
         text = text[len(CONDENSED_TAG) :].strip()
     if not text:
-        return None, "the summariser returned empty text"
+        return None, "the summarizer returned empty text"
     return text, None
 
 
@@ -137,134 +159,89 @@ class Condenser(MessagesRunnable):
     def __init__(
         self,
         model: SummaryModel | str | None,
+        settings: CondenseSettings | None = None,
         *,
         head_count: int = 2,
         tail_budget: int = 8000,
-        summary_ratio: float = 0.2,
-        min_summary_tokens: int = 500,
-        max_summary_tokens: int = 4000,
-        prompt: str | None = None,
         token_counter: Any = None,
-        briefs: Mapping[str, ToolBrief] | None = None,
-        summary_timeout: float | None = 60.0,
-        failure_limit: int = 3,
-        cooldown_calls: int = 10,
+        briefs: Mapping[str, BriefFunction] | None = None,
+        **keywords: Any,
     ) -> None:
         """Configure the Condenser.
 
         Args:
-            model: a ``BaseChatModel``, a Runnable or a callable taking the prompt
-                messages and returning text or a message; ``None`` or
+            model: the summarizer: a ``BaseChatModel``, a Runnable, a callable taking
+                the prompt messages and returning text or a message, or a
+                ``"provider:model"`` name for ``init_chat_model``; ``None`` or
                 :data:`DIGEST` condenses with the deterministic digest only.
-            head_count: the first N messages kept verbatim (the task).
-            tail_budget: tokens of newest messages kept verbatim.
-            summary_ratio: the summary's target size as a share of the middle's tokens.
-            min_summary_tokens: the smallest target size.
-            max_summary_tokens: the largest target size.
-            prompt: instructions replacing the default; may use ``{max_tokens}``.
+            settings: summary sizes, prompt, timeout and circuit breaker.
+            head_count: the first N messages kept verbatim (the task), when the
+                Condenser runs on its own (the pipeline passes its split instead).
+            tail_budget: tokens of newest messages kept verbatim, likewise.
             token_counter: how tokens are counted (default: the estimate).
-            briefs: brief builders for your tools, used by the digest.
-            summary_timeout: seconds to wait for the summariser (``None``: forever).
-            failure_limit: after this many failed summaries in a row, the summariser
-                is not called for ``cooldown_calls`` condensations (0: never stop).
-            cooldown_calls: condensations served by the digest while the breaker is open.
+            briefs: brief functions for your tools, used by the digest.
+            **keywords: :class:`CondenseSettings` fields, overriding ``settings``.
 
         Raises:
             ValueError: for inconsistent sizes or a prompt that cannot be formatted.
-            TypeError: when ``model`` is not a model, Runnable or callable.
+            TypeError: when ``model`` is not a model, Runnable or callable, or for an
+                unknown keyword.
         """
-        if isinstance(model, str) and model != DIGEST:
-            raise ValueError(f"model: the only name accepted is {DIGEST!r}, got {model!r}")
-        if not (model is None or isinstance(model, str | Runnable) or callable(model)):
-            raise TypeError(
-                "model must be a BaseChatModel, a Runnable, a callable, 'digest' or None, "
-                f"got {type(model).__name__}"
-            )
-        for name, value in (
-            ("head_count", head_count),
-            ("tail_budget", tail_budget),
-            ("min_summary_tokens", min_summary_tokens),
-            ("max_summary_tokens", max_summary_tokens),
-            ("failure_limit", failure_limit),
-            ("cooldown_calls", cooldown_calls),
-        ):
-            check_int(name, value)
-        if not 0 < summary_ratio <= 1:
-            raise ValueError(f"summary_ratio must be in (0, 1], got {summary_ratio!r}")
-        if min_summary_tokens < 1 or min_summary_tokens > max_summary_tokens:
-            raise ValueError(
-                "need 1 <= min_summary_tokens <= max_summary_tokens, got "
-                f"{min_summary_tokens} and {max_summary_tokens}"
-            )
-        if summary_timeout is not None and summary_timeout <= 0:
-            raise ValueError(f"summary_timeout must be positive or None, got {summary_timeout!r}")
-        instructions = DEFAULT_INSTRUCTIONS if prompt is None else prompt
-        try:
-            instructions.format(max_tokens=1)
-        except (KeyError, IndexError, ValueError) as exc:
-            raise ValueError(
-                f"prompt must be a str.format template using only {{max_tokens}}: {exc!r}"
-            ) from exc
-        self.model: SummaryModel | None = None if isinstance(model, str) else model
+        check_int("head_count", head_count)
+        check_int("tail_budget", tail_budget)
+        settings = settings or CondenseSettings()
+        if keywords:
+            known = {f.name for f in dataclasses.fields(CondenseSettings)}
+            unknown = sorted(set(keywords) - known)
+            if unknown:
+                raise TypeError(f"unknown Condenser setting(s) {unknown}; known: {sorted(known)}")
+            settings = dataclasses.replace(settings, **keywords)
+        self.settings = settings
+        self.model: SummaryModel | None = resolve_summarizer(model)
+        # Normalised once: every kind of summarizer is then called the same way.
+        self._runnable = None if self.model is None else coerce_to_runnable(self.model)
         self.head_count = head_count
         self.tail_budget = tail_budget
-        self.summary_ratio = summary_ratio
-        self.min_summary_tokens = min_summary_tokens
-        self.max_summary_tokens = max_summary_tokens
-        self.instructions = instructions
         self.token_counter = resolve_token_counter(token_counter)
         self.briefs = dict(briefs or {})
-        self.summary_timeout = summary_timeout
-        self.breaker = CircuitBreaker(failure_limit, cooldown_calls)
+        self.breaker = CircuitBreaker(settings.failure_limit, settings.cooldown_calls)
 
     # -- planning (shared by sync and async) ---------------------------------------
-
-    def summary_budget(self, middle_tokens: int) -> int:
-        """Return the summary's target tokens for a middle of ``middle_tokens``."""
-        target = round(self.summary_ratio * middle_tokens)
-        return max(self.min_summary_tokens, min(self.max_summary_tokens, target))
 
     def plan(
         self,
         messages: Sequence[BaseMessage],
+        where: Split,
         meter: Meter,
         stats: CondenseStats,
-        *,
-        tail_from: int | None = None,
     ) -> Plan[list[BaseMessage]]:
-        """Plan the condensed list, yielding a request when the summariser is needed.
+        """Plan the condensed list, yielding a request when the summarizer is needed.
 
-        Returns the new list, or a copy of ``messages`` when there is no middle
-        worth condensing. ``tail_from`` fixes where the tail starts (the pipeline
-        passes the Pruner's boundary, so the tail it keeps is the unpruned one and
-        the next turn's prefix is the same); by default ``tail_budget`` decides.
+        ``where`` is the split of ``messages`` (the pipeline passes the one it pruned
+        by, so the tail it keeps is the unpruned one and the next turn's prefix is
+        the same). Returns the new list, or a copy of ``messages`` when there is no
+        middle worth condensing.
         """
-        if tail_from is None:
-            _, where = split(
-                messages, head_count=self.head_count, tail_budget=self.tail_budget, meter=meter
-            )
-        else:
-            end = head_end(messages, group_units(messages), self.head_count)
-            where = Split(end, max(tail_from, end))
-        middle = messages[where.head_end : where.tail_start]
-        kept_system = [m for m in middle if is_system(m)]
-        replaced = [m for m in middle if not is_system(m)]
+        settings = self.settings
+        middle = range(where.head_end, where.tail_start)
+        kept_system = [messages[i] for i in middle if i in where.systems]
+        replaced = [messages[i] for i in middle if i not in where.systems]
         replaced_tokens = sum(meter.one(m) for m in replaced)
-        if not replaced or replaced_tokens <= self.min_summary_tokens:
+        if not replaced or replaced_tokens <= settings.min_summary_tokens:
             return list(messages)
         priors = [m for m in replaced if is_pipeline_summary(m)]
         previous = "\n\n".join(summary_text(m) for m in priors) or None
         body = [m for m in replaced if not is_pipeline_summary(m)]
-        budget = min(self.summary_budget(replaced_tokens), replaced_tokens - 1)
+        budget = min(settings.summary_budget(replaced_tokens), replaced_tokens - 1)
 
         text: str | None = None
         if self.model is not None and not self.breaker.allow():
-            stats.summariser_skipped += 1
-            logger.warning("summariser circuit breaker open; using the deterministic digest")
+            stats.summarizer_skipped += 1
+            logger.warning("summarizer circuit breaker open; using the deterministic digest")
         elif self.model is not None:
-            stats.summariser_calls += 1
+            stats.summarizer_calls += 1
             reply = yield SummaryRequest(
-                build_prompt(body, previous, budget, self.instructions), budget
+                build_prompt(body, previous, budget, settings.instructions), budget
             )
             text, failure = _reply_text(reply)
             if text is not None and meter.one(HumanMessage(text)) >= replaced_tokens:
@@ -280,9 +257,9 @@ class Condenser(MessagesRunnable):
                 summary = self._summary_message(text, replaced, budget, meter, "model")
             stats.breaker_opened = self.breaker.record(text is not None)
             if text is None:
-                stats.summariser_failures += 1
+                stats.summarizer_failures += 1
                 stats.failure = failure
-                logger.warning("summariser failed (%s); using the deterministic digest", failure)
+                logger.warning("summarizer failed (%s); using the deterministic digest", failure)
         if text is None:
             digest = build_digest(body, previous, budget * 4, briefs=self.briefs)
             summary = self._summary_message(digest, replaced, budget, meter, "digest")
@@ -328,26 +305,31 @@ class Condenser(MessagesRunnable):
     # -- sync and async shells ------------------------------------------------------
 
     def _answer(self, request: SummaryRequest) -> Reply:
-        assert self.model is not None  # the planner asks only when there is a model
-        return call_model(self.model, request, self.summary_timeout)
+        assert self._runnable is not None  # the planner asks only when there is a model
+        return call_model(self._runnable, request, self.settings.summary_timeout)
 
     async def _aanswer(self, request: SummaryRequest) -> Reply:
-        assert self.model is not None
-        return await acall_model(self.model, request, self.summary_timeout)
+        assert self._runnable is not None
+        return await acall_model(self._runnable, request, self.settings.summary_timeout)
+
+    def _own_plan(
+        self, messages: Sequence[BaseMessage], stats: CondenseStats
+    ) -> Plan[list[BaseMessage]]:
+        meter = Meter(self.token_counter)
+        where = Split.of(messages, self.head_count).with_tail(messages, self.tail_budget, meter)
+        return self.plan(messages, where, meter, stats)
 
     def condense(self, messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], CondenseStats]:
         """Condense ``messages``; return the new list and what was done."""
         stats = CondenseStats()
-        out = drive(self.plan(messages, Meter(self.token_counter), stats), self._answer)
-        return out, stats
+        return drive(self._own_plan(messages, stats), self._answer), stats
 
     async def acondense(
         self, messages: Sequence[BaseMessage]
     ) -> tuple[list[BaseMessage], CondenseStats]:
-        """Async :meth:`condense`: only the summariser call differs."""
+        """Async :meth:`condense`: only the summarizer call differs."""
         stats = CondenseStats()
-        out = await adrive(self.plan(messages, Meter(self.token_counter), stats), self._aanswer)
-        return out, stats
+        return await adrive(self._own_plan(messages, stats), self._aanswer), stats
 
     def _transform(self, messages: list[BaseMessage], config: RunnableConfig) -> list[BaseMessage]:
         return self.condense(messages)[0]
@@ -356,10 +338,3 @@ class Condenser(MessagesRunnable):
         self, messages: list[BaseMessage], config: RunnableConfig
     ) -> list[BaseMessage]:
         return (await self.acondense(messages))[0]
-
-
-def pipeline_source(message: BaseMessage) -> str | None:
-    """Return who wrote a pipeline summary (``"model"`` or ``"digest"``), if known."""
-    meta = message.response_metadata.get(METADATA_KEY)
-    source = meta.get("source") if isinstance(meta, dict) else None
-    return source if isinstance(source, str) else None

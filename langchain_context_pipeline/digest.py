@@ -12,14 +12,32 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from langchain_context_pipeline._units import pipeline_kind
-from langchain_context_pipeline.briefs import ToolBrief, brief_for, call_target, shorten
+from langchain_context_pipeline.briefs import BriefFunction, brief_for, call_target, shorten
+from langchain_context_pipeline.marks import pipeline_kind
 from langchain_context_pipeline.tokens import message_text
 
-__all__ = ["build_digest", "build_index"]
+__all__ = ["DIGEST", "build_digest", "build_index"]
 
 
-def _tool_lines(middle: Sequence[BaseMessage], briefs: Mapping[str, ToolBrief] | None) -> list[str]:
+class _Digest:
+    """The deterministic digest, as a summarizer setting (see :data:`DIGEST`)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "DIGEST"
+
+    def __reduce__(self) -> str:
+        return "DIGEST"
+
+
+DIGEST = _Digest()
+"""Pass as ``model=DIGEST`` to condense with the deterministic digest and no LLM."""
+
+
+def _tool_lines(
+    middle: Sequence[BaseMessage], briefs: Mapping[str, BriefFunction] | None
+) -> list[str]:
     results: dict[str, ToolMessage] = {
         m.tool_call_id: m for m in middle if isinstance(m, ToolMessage)
     }
@@ -94,7 +112,7 @@ def build_digest(
     previous_summary: str | None,
     max_chars: int,
     *,
-    briefs: Mapping[str, ToolBrief] | None = None,
+    briefs: Mapping[str, BriefFunction] | None = None,
 ) -> str:
     """Return a mechanical digest of ``middle`` in at most ``max_chars`` chars.
 

@@ -4,14 +4,15 @@ Use it with ``create_react_agent(..., pre_model_hook=hook)`` or as a node of a
 hand-built ``StateGraph`` placed before the node that calls the model:
 
     >>> from langchain_context_pipeline.langgraph import create_pre_model_hook
-    >>> hook = create_pre_model_hook(threshold=16000, model="digest")
+    >>> from langchain_context_pipeline import DIGEST
+    >>> hook = create_pre_model_hook(threshold=16000, model=DIGEST)
     >>> hook.mode, hook.pipeline.threshold
     ('ephemeral', 16000)
 
 In the default ``"ephemeral"`` mode the hook returns ``{"llm_input_messages": ...}``
 on every call: the model sees the compressed list while the full history stays in
-``messages`` (nothing is lost). The summary it wrote is kept in state as a running
-summary, so the next turn reuses it and the summariser runs again only when the
+``messages`` (nothing is lost). The summary it wrote is kept in state as a carried
+summary, so the next turn reuses it and the summarizer runs again only when the
 turns it does not cover no longer fit. In ``"persist"`` mode the hook rewrites
 ``messages`` itself (``RemoveMessage(id=REMOVE_ALL_MESSAGES)`` and the compressed
 list), and only when something changed.
@@ -26,22 +27,25 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping, Sequence
-from typing import Any, Literal, cast
+from typing import Annotated, Any, Literal, cast
 
 from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from typing_extensions import NotRequired, TypedDict
 
 try:
-    from langgraph.graph.message import REMOVE_ALL_MESSAGES
-    from langgraph.prebuilt.chat_agent_executor import AgentState
+    from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
+    from langgraph.managed import RemainingSteps
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
         "langchain_context_pipeline.langgraph needs LangGraph: "
         "pip install 'langchain-context-pipeline[langgraph]'"
     ) from exc
 
-from langchain_context_pipeline.pipeline import CompressionResult, ContextPipeline, RunningSummary
+from langchain_context_pipeline.carried import SUMMARY_STATE_KEY, CarriedSummary
+from langchain_context_pipeline.pipeline import ContextPipeline
+from langchain_context_pipeline.report import CompressionResult
+from langchain_context_pipeline.settings import PipelineSettings
 from langchain_context_pipeline.threshold import Threshold, resolve_threshold
 
 __all__ = [
@@ -55,8 +59,9 @@ __all__ = [
 ]
 
 
-DEFAULT_SUMMARY_KEY = "context_summary"
-"""The state key that holds the running summary (``RunningSummary.to_dict()``)."""
+DEFAULT_SUMMARY_KEY = SUMMARY_STATE_KEY
+"""The state key that holds the carried summary (``CarriedSummary.to_dict()``); the
+agent middleware uses the same key."""
 
 HookMode = Literal["ephemeral", "persist"]
 """``"ephemeral"``: compress what the model sees; ``"persist"``: rewrite ``messages``."""
@@ -75,15 +80,21 @@ def _state_value(state: Any, key: str) -> Any:
     return getattr(state, key, None)
 
 
-class ContextPipelineState(AgentState):
-    """``create_react_agent``'s state with the running summary in a typed key.
+class ContextPipelineState(TypedDict):
+    """An agent state (``messages``, ``remaining_steps``) with the carried summary's key.
 
     Not needed for the hook to work (it adds the channel itself); use it when you
-    want ``context_summary`` in your own schema or in the agent's output.
+    want ``context_pipeline_summary`` in your own schema or in the agent's output.
+    Declared here rather than taken from ``langgraph.prebuilt``, whose
+    ``AgentState`` is deprecated.
     """
 
-    context_summary: NotRequired[dict[str, Any] | None]
-    """``RunningSummary.to_dict()`` of the summary carried between turns, or None."""
+    messages: Annotated[Sequence[AnyMessage], add_messages]
+    """The conversation."""
+    remaining_steps: NotRequired[RemainingSteps]
+    """Steps left before the recursion limit (managed by LangGraph)."""
+    context_pipeline_summary: NotRequired[dict[str, Any] | None]
+    """``CarriedSummary.to_dict()`` of the summary carried between turns, or None."""
 
 
 class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
@@ -117,7 +128,7 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
 
     # -- reading and writing state --------------------------------------------------
 
-    def _read(self, state: Any) -> tuple[list[BaseMessage], Any, RunningSummary | None]:
+    def _read(self, state: Any) -> tuple[list[BaseMessage], Any, CarriedSummary | None]:
         messages = _state_value(state, "messages")
         if messages is None:
             raise ValueError(
@@ -127,14 +138,14 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
         if self.mode == "persist":
             return list(messages), None, None
         stored = _state_value(state, self.summary_key)
-        running = RunningSummary.from_state(stored, self.summary_key)
-        if running is None:
+        carried = CarriedSummary.from_state(stored, self.summary_key)
+        if carried is None:
             # Without the summary key, the summary the model saw last is still in
             # `llm_input_messages`, marked by the pipeline.
             previous = _state_value(state, "llm_input_messages")
             if isinstance(previous, Sequence) and previous:
-                running = RunningSummary.of(previous)
-        return messages if isinstance(messages, list) else list(messages), stored, running
+                carried = CarriedSummary.of(previous)
+        return messages if isinstance(messages, list) else list(messages), stored, carried
 
     def _update(
         self, messages: list[BaseMessage], stored: Any, result: CompressionResult
@@ -146,20 +157,20 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
         # Every call writes the channel: it persists between turns, and an empty
         # list would make the agent fall back to the full history.
         update: dict[str, Any] = {"llm_input_messages": list(result.messages)}
-        carried = None if result.running_summary is None else result.running_summary.to_dict()
+        carried = None if result.carried_summary is None else result.carried_summary.to_dict()
         previous = stored if isinstance(stored, Mapping) else None
         if carried != previous:
             update[self.summary_key] = carried
         return update
 
     def _run(self, state: Any) -> dict[str, Any]:
-        messages, stored, running = self._read(state)
-        result = self.pipeline.compress(messages, running_summary=running)
+        messages, stored, carried = self._read(state)
+        result = self.pipeline.compress(messages, carried_summary=carried)
         return self._update(messages, stored, result)
 
     async def _arun(self, state: Any) -> dict[str, Any]:
-        messages, stored, running = self._read(state)
-        result = await self.pipeline.acompress(messages, running_summary=running)
+        messages, stored, carried = self._read(state)
+        result = await self.pipeline.acompress(messages, carried_summary=carried)
         return self._update(messages, stored, result)
 
     # -- Runnable ----------------------------------------------------------------------
@@ -173,7 +184,7 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
     async def ainvoke(
         self, input: Any, config: RunnableConfig | None = None, **kwargs: Any
     ) -> dict[str, Any]:
-        """Async :meth:`invoke`: the summariser is awaited."""
+        """Async :meth:`invoke`: the summarizer is awaited."""
         return await self._acall_with_config(self._arun, input, config, run_type="chain")
 
 
@@ -220,24 +231,31 @@ def create_pre_model_hook(
     *,
     mode: HookMode = "ephemeral",
     summary_key: str = DEFAULT_SUMMARY_KEY,
+    threshold: Threshold | None = None,
     agent_model: Any = None,
-    **pipeline_kwargs: Any,
+    settings: PipelineSettings | None = None,
+    model: Any = None,
+    token_counter: Any = None,
+    **keywords: Any,
 ) -> ContextPipelineHook:
     """Return a node that keeps the conversation under budget before each model call.
 
     Args:
-        pipeline: a configured :class:`ContextPipeline`; or leave it out and pass
-            its settings as keyword arguments.
+        pipeline: a configured :class:`ContextPipeline`; or leave it out and give
+            its settings here, as :class:`ContextPipeline` takes them.
         mode: ``"ephemeral"`` (default) returns ``{"llm_input_messages": ...}`` on
             every call and keeps the full history in ``messages``; ``"persist"``
             returns ``{"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), ...]}``,
             only when something changed.
-        summary_key: the state key of the running summary (ephemeral mode).
-        agent_model: the agent's chat model, needed only for
-            ``threshold=("fraction", share)``: a share of its
-            ``profile["max_input_tokens"]``.
-        **pipeline_kwargs: :class:`ContextPipeline` settings (``threshold``,
-            ``tail_budget``, ``head_count``, ``model`` for the summariser, ...).
+        summary_key: the state key of the carried summary (ephemeral mode).
+        threshold: the budget in tokens, or ``("fraction", share)`` of the agent
+            model's ``profile["max_input_tokens"]`` (needs ``agent_model``).
+        agent_model: the agent's chat model, needed only for a fraction threshold.
+        settings: :class:`PipelineSettings` for the pipeline.
+        model: the summarizer (see :class:`ContextPipeline`).
+        token_counter: the token counter (see :class:`ContextPipeline`).
+        **keywords: any other :class:`ContextPipeline` setting by name
+            (``tail_budget``, ``head_count``, ``tool_output_limit``, ...).
 
     Returns:
         The node: pass it as ``create_react_agent(..., pre_model_hook=hook)``, or add
@@ -248,6 +266,7 @@ def create_pre_model_hook(
         ValueError: for an unknown mode or summary key, both a pipeline and its
             settings, or a fraction threshold the agent model's profile cannot
             resolve.
+        TypeError: for an unknown setting.
 
     Example:
         >>> from langchain_core.messages import HumanMessage
@@ -261,16 +280,26 @@ def create_pre_model_hook(
         raise ValueError(f"summary_key must be an identifier, got {summary_key!r}")
     if summary_key in _RESERVED_KEYS:
         raise ValueError(f"summary_key {summary_key!r} is a key the agent itself uses")
+    given = {
+        name
+        for name, value in (
+            ("threshold", threshold),
+            ("agent_model", agent_model),
+            ("settings", settings),
+            ("model", model),
+            ("token_counter", token_counter),
+        )
+        if value is not None
+    } | set(keywords)
     if pipeline is not None:
         if not isinstance(pipeline, ContextPipeline):
             raise TypeError(f"pipeline must be a ContextPipeline, got {type(pipeline).__name__}")
-        if pipeline_kwargs or agent_model is not None:
-            given = sorted([*pipeline_kwargs, *(["agent_model"] if agent_model else [])])
+        if given:
             raise ValueError(
-                f"pass either a ContextPipeline or its settings, not both (got {given})"
+                f"pass either a ContextPipeline or its settings, not both (got {sorted(given)})"
             )
     else:
-        threshold = pipeline_kwargs.pop("threshold", 32000)
-        threshold = resolve_threshold(threshold, agent_model)
-        pipeline = ContextPipeline(threshold=threshold, **pipeline_kwargs)
+        if threshold is not None:
+            keywords["threshold"] = resolve_threshold(threshold, agent_model)
+        pipeline = ContextPipeline(settings, model=model, token_counter=token_counter, **keywords)
     return _hook_class(summary_key)(pipeline, mode=mode, summary_key=summary_key)

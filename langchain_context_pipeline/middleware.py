@@ -1,7 +1,8 @@
 """LangChain v1 entry point: an ``AgentMiddleware`` for ``langchain.agents.create_agent``.
 
     >>> from langchain_context_pipeline.middleware import ContextPipelineMiddleware
-    >>> middleware = ContextPipelineMiddleware(threshold=16000, model="digest")
+    >>> from langchain_context_pipeline import DIGEST
+    >>> middleware = ContextPipelineMiddleware(threshold=16000, model=DIGEST)
     >>> middleware.name
     'ContextPipelineMiddleware'
 
@@ -9,11 +10,13 @@ Before each model call, ``wrap_model_call`` / ``awrap_model_call`` compress the
 request's messages so that the system message, the tools' schemas and the messages
 together stay within ``threshold`` tokens, by the pipeline's own counter. Only the
 request is edited (``request.override(messages=...)``): the agent's ``messages``
-state keeps the full history. The one state write is the running summary, in a
-private key, so the next call reuses it instead of summarising again.
+state keeps the full history. The one state write is the carried summary, in a
+private key (the same key the LangGraph hook uses), so the next call reuses it
+instead of summarizing again.
 
-This is the only module of the package that imports ``langchain.agents``; it needs
-the ``agents`` extra: ``pip install 'langchain-context-pipeline[agents]'``.
+This is the only module of the package that imports ``langchain.agents``; like the
+LangGraph hook, it is an entry point and may import ``langgraph``. It needs the
+``agents`` extra: ``pip install 'langchain-context-pipeline[agents]'``.
 """
 
 from __future__ import annotations
@@ -42,21 +45,20 @@ except ImportError as exc:
         "pip install 'langchain-context-pipeline[agents]'"
     ) from exc
 
-from langchain_context_pipeline.pipeline import CompressionResult, ContextPipeline, RunningSummary
+from langchain_context_pipeline.carried import SUMMARY_STATE_KEY, CarriedSummary
+from langchain_context_pipeline.pipeline import ContextPipeline
+from langchain_context_pipeline.report import CompressionResult
+from langchain_context_pipeline.settings import PipelineSettings
 from langchain_context_pipeline.threshold import Threshold, check_threshold, resolve_threshold
 from langchain_context_pipeline.tokens import TokenCounter
 
 __all__ = ["SUMMARY_STATE_KEY", "ContextPipelineAgentState", "ContextPipelineMiddleware"]
 
-
-SUMMARY_STATE_KEY = "context_pipeline_summary"
-"""The private state key holding the running summary (``RunningSummary.to_dict()``)."""
-
-_CACHE_SIZE = 16
+_TOOL_COUNTS_KEPT = 16
 
 
 class ContextPipelineAgentState(AgentState[Any]):
-    """The agent state plus the middleware's private running summary."""
+    """The agent state plus the middleware's private carried summary."""
 
     context_pipeline_summary: NotRequired[Annotated[dict[str, Any] | None, PrivateStateAttr]]
     """The summary carried between model calls; not part of the agent's input or output."""
@@ -92,21 +94,27 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
 
     def __init__(
         self,
+        settings: PipelineSettings | None = None,
         *,
         threshold: Threshold = 32000,
         model: Any = None,
-        **pipeline_kwargs: Any,
+        token_counter: Any = None,
+        **keywords: Any,
     ) -> None:
         """Configure the middleware.
 
         Args:
+            settings: :class:`PipelineSettings` for the pipeline (its threshold is
+                replaced by ``threshold``).
             threshold: the budget of each model call in tokens (system message, tool
                 schemas and messages together), or ``("fraction", share)`` of the
                 agent model's ``profile["max_input_tokens"]``, read from each request.
-            model: the summariser (a chat model, Runnable or callable), ``"digest"``
-                for the deterministic digest, or ``None`` to prune and truncate only.
-            **pipeline_kwargs: other :class:`ContextPipeline` settings
-                (``tail_budget``, ``head_count``, ``token_counter``, limits, ...).
+            model: the summarizer (a chat model, Runnable, callable or
+                ``"provider:model"`` name), :data:`DIGEST` for the deterministic
+                digest, or ``None`` to prune and truncate only.
+            token_counter: the token counter (see :class:`ContextPipeline`).
+            **keywords: any other :class:`ContextPipeline` setting by name
+                (``tail_budget``, ``head_count``, ``tool_output_limit``, ...).
 
         Raises:
             ValueError: for a malformed threshold or inconsistent pipeline settings.
@@ -115,15 +123,14 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         super().__init__()
         check_threshold(threshold)
         self.threshold: Threshold = threshold
-        probe_threshold = threshold if isinstance(threshold, int) else 2**62
-        # Built now so that bad settings fail here, not at the first model call.
-        base = ContextPipeline(threshold=probe_threshold, model=model, **pipeline_kwargs)
-        self.token_counter: TokenCounter = base.token_counter
-        self._settings: dict[str, Any] = {**pipeline_kwargs, "model": model}
-        # One pipeline per resolved threshold (one, unless the agent's model changes).
-        self._pipelines: dict[int, ContextPipeline] = {}
         if isinstance(threshold, int):
-            self._pipelines[threshold] = base
+            keywords["threshold"] = threshold
+        # One pipeline (one circuit breaker); a fraction threshold is resolved per
+        # call and passed to ``compress``, which derives the tail from it.
+        self.pipeline = ContextPipeline(
+            settings, model=model, token_counter=token_counter, **keywords
+        )
+        self.token_counter: TokenCounter = self.pipeline.token_counter
         self._tool_tokens: OrderedDict[tuple[int, ...], tuple[Sequence[Any], int]] = OrderedDict()
 
     # -- budget ------------------------------------------------------------------------
@@ -140,29 +147,25 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         tokens = int(self.token_counter([SystemMessage(text)]))
         # The tools are kept alive with their count, so their ids cannot be reused.
         self._tool_tokens[key] = (tuple(tools), tokens)
-        if len(self._tool_tokens) > _CACHE_SIZE:
+        if len(self._tool_tokens) > _TOOL_COUNTS_KEPT:
             self._tool_tokens.popitem(last=False)
         return tokens
 
-    def _budget(self, request: ModelRequest[Any]) -> tuple[ContextPipeline, int]:
-        """Return the pipeline for this request and the tokens its other parts take."""
+    def _budget(self, request: ModelRequest[Any]) -> tuple[int, int]:
+        """Return this request's threshold and the tokens its other parts take."""
         total = resolve_threshold(self.threshold, request.model)
-        pipeline = self._pipelines.get(total)
-        if pipeline is None:
-            pipeline = ContextPipeline(threshold=total, **self._settings)
-            self._pipelines[total] = pipeline
         reserved = self._tools_tokens(request.tools)
         if request.system_message is not None:
             reserved += int(self.token_counter([request.system_message]))
-        return pipeline, reserved
+        return total, reserved
 
     # -- request and state -------------------------------------------------------------
 
     @staticmethod
-    def _running(request: ModelRequest[Any]) -> tuple[Any, RunningSummary | None]:
+    def _carried(request: ModelRequest[Any]) -> tuple[Any, CarriedSummary | None]:
         state = request.state
         stored = state.get(SUMMARY_STATE_KEY) if isinstance(state, Mapping) else None
-        return stored, RunningSummary.from_state(stored, SUMMARY_STATE_KEY)
+        return stored, CarriedSummary.from_state(stored, SUMMARY_STATE_KEY)
 
     @staticmethod
     def _request(
@@ -176,7 +179,7 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
     def _response(
         response: ModelResponse[Any], stored: Any, result: CompressionResult
     ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
-        carried = None if result.running_summary is None else result.running_summary.to_dict()
+        carried = None if result.carried_summary is None else result.carried_summary.to_dict()
         if carried == (stored if isinstance(stored, Mapping) else None):
             return response
         return ExtendedModelResponse(
@@ -190,11 +193,13 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
-        """Compress the request's messages, call the model, keep the running summary."""
-        pipeline, reserved = self._budget(request)
-        stored, running = self._running(request)
+        """Compress the request's messages, call the model, keep the carried summary."""
+        threshold, reserved = self._budget(request)
+        stored, carried = self._carried(request)
         messages: list[BaseMessage] = list(request.messages)
-        result = pipeline.compress(messages, running_summary=running, reserved_tokens=reserved)
+        result = self.pipeline.compress(
+            messages, carried_summary=carried, reserved_tokens=reserved, threshold=threshold
+        )
         response = handler(self._request(request, messages, result))
         return self._response(response, stored, result)
 
@@ -203,12 +208,12 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
-        """Async :meth:`wrap_model_call`: the summariser is awaited."""
-        pipeline, reserved = self._budget(request)
-        stored, running = self._running(request)
+        """Async :meth:`wrap_model_call`: the summarizer is awaited."""
+        threshold, reserved = self._budget(request)
+        stored, carried = self._carried(request)
         messages: list[BaseMessage] = list(request.messages)
-        result = await pipeline.acompress(
-            messages, running_summary=running, reserved_tokens=reserved
+        result = await self.pipeline.acompress(
+            messages, carried_summary=carried, reserved_tokens=reserved, threshold=threshold
         )
         response = await handler(self._request(request, messages, result))
         return self._response(response, stored, result)

@@ -1,4 +1,4 @@
-"""The Pruner: free, mechanical trimming of old, bulky content.
+"""The Pruner: free, mechanical shortening of old, bulky content.
 
 Outside the protected tail (the newest messages within ``tail_budget`` tokens):
 
@@ -15,6 +15,7 @@ are never mutated: changed messages are copies that keep their ids and metadata.
 
 from __future__ import annotations
 
+import dataclasses
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -24,15 +25,17 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 
 from langchain_context_pipeline._checks import check_int
+from langchain_context_pipeline._meter import Meter
 from langchain_context_pipeline._runnable import MessagesRunnable
 from langchain_context_pipeline._trim import cut_middle, replace_text, with_cut_args
-from langchain_context_pipeline._units import METADATA_KEY, Meter, group_units, tail_start
-from langchain_context_pipeline.briefs import ToolBrief, brief_for
+from langchain_context_pipeline._units import Split
+from langchain_context_pipeline.briefs import brief_for
+from langchain_context_pipeline.marks import METADATA_KEY
+from langchain_context_pipeline.settings import PruneSettings
 from langchain_context_pipeline.tokens import IMAGE_TOKENS, count_images, message_text
 
 __all__ = ["PruneStats", "Pruner"]
 
-_MARKER_ROOM = 40
 _MEMO_SIZE = 50_000
 """Pruned messages remembered across calls (the memo is emptied when full)."""
 
@@ -52,8 +55,8 @@ class _Pruned:
     result: BaseMessage | None
     """The pruned copy, or None when pruning left the message as it was."""
     briefed: int
-    args_trimmed: int
-    texts_trimmed: int
+    args_shortened: int
+    texts_shortened: int
 
     def matches(self, message: BaseMessage, tool_calls: Any, call: tuple[str, Any] | None) -> bool:
         """Whether this result is for ``message`` as it is now, answering ``call``."""
@@ -72,14 +75,16 @@ class PruneStats:
 
     briefed: int = 0
     """Tool results replaced by a one-line brief."""
-    args_trimmed: int = 0
+    args_shortened: int = 0
     """AI messages whose tool-call arguments were cut."""
-    texts_trimmed: int = 0
+    texts_shortened: int = 0
     """AI messages whose text was cut to its head and tail."""
+    tokens_after: int = 0
+    """Tokens of the whole list after pruning (set by the pipeline)."""
 
 
 class Pruner(MessagesRunnable):
-    """Trim old tool output, tool-call arguments and long assistant texts.
+    """Shorten old tool output, tool-call arguments and long assistant texts.
 
     A Runnable over ``list[BaseMessage]`` (a ``PromptValue``, OpenAI-style dicts
     and tuples are accepted too).
@@ -101,74 +106,56 @@ class Pruner(MessagesRunnable):
 
     def __init__(
         self,
+        settings: PruneSettings | None = None,
         *,
         tail_budget: int = 8000,
-        tool_output_limit: int = 500,
-        tool_args_limit: int = 200,
-        assistant_text_limit: int = 2000,
-        assistant_keep_head: int = 800,
-        assistant_keep_tail: int = 400,
-        briefs: Mapping[str, ToolBrief] | None = None,
         token_counter: Any = None,
+        **keywords: Any,
     ) -> None:
         """Configure the Pruner.
 
         Args:
-            tail_budget: tokens of newest messages kept verbatim.
-            tool_output_limit: an older tool result longer than this (chars) is briefed.
-            tool_args_limit: each string in an older call's arguments is cut to this.
-            assistant_text_limit: an older assistant text longer than this is cut.
-            assistant_keep_head: chars kept from the start of a cut assistant text.
-            assistant_keep_tail: chars kept from the end of a cut assistant text.
-            briefs: ``{tool_name: fn(name, args, output) -> str}`` for your own tools.
+            settings: the sizes to prune to (default: :class:`PruneSettings`'s).
+            tail_budget: tokens of newest messages kept verbatim when the Pruner
+                runs on its own (the pipeline passes its split instead).
             token_counter: how to count tokens for ``tail_budget`` (default: estimate).
+            **keywords: :class:`PruneSettings` fields, overriding ``settings``.
 
         Raises:
-            ValueError: for a negative limit or keep sizes that do not fit the limit.
+            ValueError: for a size that is not an int >= 0, or keep sizes that leave
+                no room for the marker.
+            TypeError: for an unknown keyword.
         """
         from langchain_context_pipeline.tokens import resolve_token_counter
 
-        for name, value in (
-            ("tail_budget", tail_budget),
-            ("tool_output_limit", tool_output_limit),
-            ("tool_args_limit", tool_args_limit),
-            ("assistant_text_limit", assistant_text_limit),
-            ("assistant_keep_head", assistant_keep_head),
-            ("assistant_keep_tail", assistant_keep_tail),
-        ):
-            check_int(name, value)
-        if assistant_keep_head + assistant_keep_tail + _MARKER_ROOM > assistant_text_limit:
-            raise ValueError(
-                "assistant_keep_head + assistant_keep_tail must leave room for the marker: "
-                f"{assistant_keep_head} + {assistant_keep_tail} + {_MARKER_ROOM} > "
-                f"assistant_text_limit={assistant_text_limit}"
-            )
-        if briefs is not None and not all(callable(f) for f in briefs.values()):
-            raise TypeError("briefs must map tool names to callables (name, args, output) -> str")
+        check_int("tail_budget", tail_budget)
+        settings = settings or PruneSettings()
+        if keywords:
+            known = {f.name for f in dataclasses.fields(PruneSettings)}
+            unknown = sorted(set(keywords) - known)
+            if unknown:
+                raise TypeError(f"unknown Pruner setting(s) {unknown}; known: {sorted(known)}")
+            settings = dataclasses.replace(settings, **keywords)
+        self.settings = settings
         self.tail_budget = tail_budget
-        self.tool_output_limit = tool_output_limit
-        self.tool_args_limit = tool_args_limit
-        self.assistant_text_limit = assistant_text_limit
-        self.assistant_keep_head = assistant_keep_head
-        self.assistant_keep_tail = assistant_keep_tail
-        self.briefs = dict(briefs or {})
         self.token_counter = resolve_token_counter(token_counter)
         self._memo: dict[int, _Pruned] = {}
 
     def _transform(self, messages: list[BaseMessage], config: RunnableConfig) -> list[BaseMessage]:
         meter = Meter(self.token_counter)
-        units = group_units(messages)
-        return self.prune(messages, tail_start(messages, units, self.tail_budget, meter))[0]
+        where = Split.of(messages, 0).with_tail(messages, self.tail_budget, meter)
+        return self.prune(messages, where)[0]
 
     def prune(
-        self, messages: Sequence[BaseMessage], stop: int, start: int = 0
+        self, messages: Sequence[BaseMessage], where: Split
     ) -> tuple[list[BaseMessage], PruneStats]:
-        """Prune ``messages[start:stop]``; the head before and the tail after stay verbatim.
+        """Prune the middle of ``where``; the head before and the tail after stay verbatim.
 
         Returns a new list (unchanged messages are the caller's own objects) and
         what was changed.
         """
         stats = PruneStats()
+        start, stop = where.head_end, where.tail_start
         calls: dict[str, tuple[str, Any]] = {}
         out: list[BaseMessage] = []
         for index, message in enumerate(messages):
@@ -176,7 +163,7 @@ class Pruner(MessagesRunnable):
                 for call in message.tool_calls:
                     if call.get("id"):
                         calls[call["id"] or ""] = (call["name"], call["args"])
-            if start <= index < stop:
+            if start <= index < stop and index not in where.systems:
                 message = self._prune_remembered(message, calls, stats)
             out.append(message)
         return out, stats
@@ -196,8 +183,8 @@ class Pruner(MessagesRunnable):
         hit = self._memo.get(id(message))
         if hit is not None and hit.matches(message, tool_calls, call):
             stats.briefed += hit.briefed
-            stats.args_trimmed += hit.args_trimmed
-            stats.texts_trimmed += hit.texts_trimmed
+            stats.args_shortened += hit.args_shortened
+            stats.texts_shortened += hit.texts_shortened
             return message if hit.result is None else hit.result
         own = PruneStats()
         result = self._prune_one(message, calls, own)
@@ -216,12 +203,12 @@ class Pruner(MessagesRunnable):
             call,
             None if result is message else result,
             own.briefed,
-            own.args_trimmed,
-            own.texts_trimmed,
+            own.args_shortened,
+            own.texts_shortened,
         )
         stats.briefed += own.briefed
-        stats.args_trimmed += own.args_trimmed
-        stats.texts_trimmed += own.texts_trimmed
+        stats.args_shortened += own.args_shortened
+        stats.texts_shortened += own.texts_shortened
         return result
 
     def _prune_one(
@@ -230,13 +217,15 @@ class Pruner(MessagesRunnable):
         if isinstance(message, ToolMessage):
             return self._brief(message, calls, stats)
         if isinstance(message, AIMessage):
-            message, cut = with_cut_args(message, self.tool_args_limit)
-            stats.args_trimmed += cut
+            message, cut = with_cut_args(message, self.settings.tool_args_limit)
+            stats.args_shortened += cut
             text = message_text(message)
-            if len(text) > self.assistant_text_limit:
-                short = cut_middle(text, self.assistant_keep_head, self.assistant_keep_tail)
+            if len(text) > self.settings.assistant_text_limit:
+                short = cut_middle(
+                    text, self.settings.assistant_keep_head, self.settings.assistant_keep_tail
+                )
                 message = message.model_copy(update={"content": replace_text(message, short)})
-                stats.texts_trimmed += 1
+                stats.texts_shortened += 1
         return message
 
     def _brief(
@@ -245,13 +234,15 @@ class Pruner(MessagesRunnable):
         text = message_text(message)
         images = count_images(message)
         size = len(text) + images * IMAGE_TOKENS * 4
-        if size <= self.tool_output_limit:
+        if size <= self.settings.tool_output_limit:
             return message
         name, args = calls.get(message.tool_call_id, (message.name or "tool", {}))
         if not isinstance(args, Mapping):
             args = {"args": args}
-        line = brief_for(name, args, text, registry=self.briefs, limit=self.tool_output_limit)
-        if images and len(line) + 12 <= self.tool_output_limit:
+        line = brief_for(
+            name, args, text, registry=self.settings.briefs, limit=self.settings.tool_output_limit
+        )
+        if images and len(line) + 12 <= self.settings.tool_output_limit:
             line += f" +{images} image(s)"
         meta = {**message.response_metadata, METADATA_KEY: {"kind": "brief"}}
         stats.briefed += 1

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from langchain_context_pipeline.pipeline import ContextPipeline, RunningSummary
+from langchain_context_pipeline.carried import CarriedSummary
+from langchain_context_pipeline.pipeline import ContextPipeline
 
 __all__ = ["ReplayResult", "Turn", "replay"]
 
@@ -30,8 +31,8 @@ class Turn:
     """Tokens the pipeline sent."""
     stages: tuple[str, ...]
     """The pipeline stages that ran for this request."""
-    summariser_calls: int
-    """Summariser calls made for this request."""
+    summarizer_calls: int
+    """Summarizer calls made for this request."""
 
 
 @dataclass
@@ -52,9 +53,9 @@ class ReplayResult:
         return sum(t.tokens_with for t in self.turns)
 
     @property
-    def summariser_calls(self) -> int:
-        """Summariser calls over the session."""
-        return sum(t.summariser_calls for t in self.turns)
+    def summarizer_calls(self) -> int:
+        """Summarizer calls over the session."""
+        return sum(t.summarizer_calls for t in self.turns)
 
 
 def replay(messages: Sequence[BaseMessage], pipeline: ContextPipeline) -> ReplayResult:
@@ -71,12 +72,12 @@ def replay(messages: Sequence[BaseMessage], pipeline: ContextPipeline) -> Replay
     """
     history = [m if m.id else m.model_copy(update={"id": f"m{i}"}) for i, m in enumerate(messages)]
     result = ReplayResult()
-    running: RunningSummary | None = None
+    running: CarriedSummary | None = None
     for index, message in enumerate(history):
         if not isinstance(message, AIMessage) or index == 0:
             continue
-        compressed = pipeline.compress(history[:index], running_summary=running)
-        running = compressed.running_summary
+        compressed = pipeline.compress(history[:index], carried_summary=running)
+        running = compressed.carried_summary
         report = compressed.report
         result.turns.append(
             Turn(
@@ -84,7 +85,7 @@ def replay(messages: Sequence[BaseMessage], pipeline: ContextPipeline) -> Replay
                 tokens_without=report.tokens_before,
                 tokens_with=report.tokens_after,
                 stages=tuple(report.stages),
-                summariser_calls=report.summariser_calls,
+                summarizer_calls=report.summarizer_calls,
             )
         )
     return result

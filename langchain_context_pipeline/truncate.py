@@ -18,18 +18,12 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
 from langchain_context_pipeline._checks import check_int
+from langchain_context_pipeline._coerce import coerce_messages
+from langchain_context_pipeline._meter import Meter
 from langchain_context_pipeline._trim import cut_middle, with_cut_args
-from langchain_context_pipeline._units import (
-    METADATA_KEY,
-    Meter,
-    coerce_messages,
-    group_units,
-    head_end,
-    is_system,
-    pipeline_kind,
-    snap_forward,
-)
+from langchain_context_pipeline._units import Split, snap_forward
 from langchain_context_pipeline.digest import build_index
+from langchain_context_pipeline.marks import METADATA_KEY, pipeline_kind
 from langchain_context_pipeline.tokens import message_text, resolve_token_counter
 
 __all__ = ["TruncateStats", "hard_truncate", "truncate"]
@@ -43,10 +37,12 @@ _KEEP_BLOCKS = frozenset({"text", "tool_use", "tool_call"})
 class TruncateStats:
     """What one truncation pass did."""
 
-    dropped: int = 0
-    """Messages removed."""
-    cut: int = 0
+    trimmed: int = 0
+    """Messages removed (LangChain's *trim*: whole messages go)."""
+    shortened: int = 0
     """Kept messages cut in the middle to fit."""
+    tokens_after: int = 0
+    """Tokens of the whole list after truncation (set by the pipeline)."""
 
 
 _NOTE_CHARS = 72
@@ -106,17 +102,17 @@ class _Plan:
 
 def _select(
     messages: Sequence[BaseMessage],
-    units: list[tuple[int, int]],
-    head_count: int,
+    where: Split,
     budget: int,
     meter: Meter,
 ) -> _Plan:
     n = len(messages)
-    h = head_end(messages, units, head_count)
+    units = where.units
+    h = where.head_end
     mandatory = [
         u
         for u in units
-        if u[1] <= h or u == units[-1] or any(is_system(messages[i]) for i in range(*u))
+        if u[1] <= h or u == units[-1] or any(i in where.systems for i in range(*u))
     ]
     keep: set[int] = {i for u in mandatory for i in range(*u)}
     used = sum(meter.one(messages[i]) for i in keep)
@@ -160,7 +156,7 @@ def _select(
         # What must be kept does not fit: cut the largest kept messages, system last.
         order = sorted(
             (i for i in keep if i < n),
-            key=lambda i: (is_system(messages[i]), -meter.one(messages[i]), i),
+            key=lambda i: (i in where.systems, -meter.one(messages[i]), i),
         )
         for i in order:
             excess = used - budget
@@ -187,17 +183,16 @@ def _assemble(messages: Sequence[BaseMessage], plan: _Plan) -> list[BaseMessage]
 
 
 def truncate(
-    messages: Sequence[BaseMessage], threshold: int, head_count: int, meter: Meter
+    messages: Sequence[BaseMessage], where: Split, threshold: int, meter: Meter
 ) -> tuple[list[BaseMessage], TruncateStats]:
-    """Cut ``messages`` to at most ``threshold`` tokens by ``meter``'s counter.
+    """Cut ``messages`` (split as ``where``) to at most ``threshold`` tokens by ``meter``.
 
-    Returns the new list (the input list itself when it already fits) and what
-    was dropped or cut.
+    Returns the new list (a copy of the input when it already fits) and what was
+    trimmed or shortened.
     """
     total = meter.total(messages)
     if total <= threshold:
         return list(messages), TruncateStats()
-    units = group_units(messages)
     # A counter that is not a plain sum (framing per request) is met by shrinking
     # the budget by its overhead, and again by whatever the check still finds.
     overhead = 0 if meter.additive else max(total - sum(meter.one(m) for m in messages), 0)
@@ -205,7 +200,7 @@ def truncate(
     out: list[BaseMessage] = list(messages)
     plan = _Plan(set(range(len(messages))), {})
     for _ in range(8):
-        plan = _select(messages, units, head_count, budget, meter)
+        plan = _select(messages, where, budget, meter)
         out = _assemble(messages, plan)
         excess = meter.total(out) - threshold
         if excess <= 0:
@@ -215,10 +210,7 @@ def truncate(
         logger.error(
             "hard truncation could not reach %d tokens: what must be kept is too large", threshold
         )
-    stats = TruncateStats(
-        dropped=len(messages) - len(plan.keep),
-        cut=len(plan.shrunk),
-    )
+    stats = TruncateStats(trimmed=len(messages) - len(plan.keep), shortened=len(plan.shrunk))
     return out, stats
 
 
@@ -253,4 +245,4 @@ def hard_truncate(
     meter = Meter(resolve_token_counter(token_counter))
     if meter.total(items) <= threshold:
         return items
-    return truncate(items, threshold, head_count, meter)[0]
+    return truncate(items, Split.of(items, head_count), threshold, meter)[0]

@@ -47,15 +47,15 @@ print(estimate_tokens(pruned), "tokens after pruning")"""),
     ("md", "## Condenser: one summary of the middle\n\nAny `BaseChatModel`, Runnable or callable can summarise. Here a fake model answers."),
     ("code", """from langchain_core.language_models import FakeListChatModel
 
-summariser = FakeListChatModel(responses=["Actions: ran pytest and read modules 0-25. Results: case7 fails. Decisions: fix mod7. State: editing src/mod7.py."])
-condensed = Condenser(summariser, tail_budget=4000).invoke(pruned)
+summarizer = FakeListChatModel(responses=["Actions: ran pytest and read modules 0-25. Results: case7 fails. Decisions: fix mod7. State: editing src/mod7.py."])
+condensed = Condenser(summarizer, tail_budget=4000).invoke(pruned)
 for message in condensed[:3]:
     print(type(message).__name__, "|", str(message.content)[:100])
 print(len(condensed), "messages,", estimate_tokens(condensed), "tokens")"""),
     ("md", "## ContextPipeline in an LCEL chain\n\n`prompt | pipeline | model`: the pipeline only acts above `threshold` and reports what it did."),
     ("code", """from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 
-pipeline = ContextPipeline(threshold=16_000, tail_budget=4000, model=summariser)
+pipeline = ContextPipeline(threshold=16_000, tail_budget=4000, model=summarizer)
 prompt = ChatPromptTemplate.from_messages([("system", "You are a coding agent."), MessagesPlaceholder("history")])
 chain = prompt | pipeline | FakeListChatModel(responses=["Opening src/mod7.py"])
 print(chain.invoke({"history": history[1:]}).content)
@@ -69,13 +69,13 @@ REAL = [
     ("md", "# 04 · Real transcripts\n\nReplay a long, real agent run (a mini-swe-agent session on pvlib, bundled under the MIT licence) turn by turn, as the agent sent it, with and without the pipeline."),
     ("code", """from pathlib import Path
 
-from langchain_context_pipeline import ContextPipeline
+from langchain_context_pipeline import DIGEST, ContextPipeline
 from langchain_context_pipeline.replay import replay
 from langchain_context_pipeline.transcripts import load_transcript
 
 examples = Path("..") / "examples" / "transcripts"
 messages, fmt = load_transcript(examples / "minisweagent_pvlib-1707_deepseek.json")
-pipeline = ContextPipeline(threshold=16_000, tail_budget=4000, model="digest")
+pipeline = ContextPipeline(threshold=16_000, tail_budget=4000, model=DIGEST)
 run = replay(messages, pipeline)
 print(len(run.turns), "model calls;", f"{run.tokens_without:,} tokens without, {run.tokens_with:,} with the pipeline")"""),
     ("code", """%matplotlib inline
@@ -95,9 +95,10 @@ plt.show()"""),
 for path in sorted(examples.glob("*.json")):
     history, _ = load_transcript(path)
     report = pipeline.compress(history).report
-    pruned = report.tokens_after_prune or report.tokens_before
-    condensed = report.tokens_after_condense or pruned
-    rows.append((path.stem[:40], report.tokens_before, pruned, condensed, report.tokens_after, report.briefed, report.condensed, report.dropped))
+    prune, condense, cut = report.prune, report.condense, report.truncate
+    pruned = prune.tokens_after if prune else report.tokens_before
+    condensed = condense.tokens_after if condense else pruned
+    rows.append((path.stem[:40], report.tokens_before, pruned, condensed, report.tokens_after, prune.briefed if prune else 0, condense.condensed if condense else 0, cut.trimmed if cut else 0))
 
 header = ("transcript", "before", "pruned", "condensed", "after", "briefs", "condensed msgs", "dropped")
 print(" | ".join(header))
@@ -133,7 +134,7 @@ class ScriptedAgentModel(BaseChatModel):
         return self.bind(tools=[convert_to_openai_tool(t) for t in tools])
 
     def _generate(self, messages, stop=None, run_manager=None, **kwargs):
-        if "nostream" in (run_manager.tags if run_manager else []):  # the pipeline's summariser call
+        if "nostream" in (run_manager.tags if run_manager else []):  # the pipeline's summarizer call
             reply = AIMessage("Summary: read the payment modules one by one; the bug is not found yet.")
         else:
             self.seen.append(list(messages))
@@ -171,10 +172,10 @@ for step, request in enumerate(model.seen):
     summary = any(is_pipeline_summary(m) for m in request)
     print(f"{step:>4}  {estimate_tokens(request):>6}  {len(request):>8}  {'yes' if summary else '-'}")
 assert max(estimate_tokens(r) for r in model.seen) <= 8000"""),
-    ("md", "## Nothing is lost\n\nThe checkpoint holds every message; the running summary sits in the `context_summary` state key."),
+    ("md", "## Nothing is lost\n\nThe checkpoint holds every message; the running summary sits in the `context_pipeline_summary` state key."),
     ("code", """state = agent.get_state(config).values
 print(len(state["messages"]), "messages in the checkpoint;", estimate_tokens(state["messages"]), "tokens")
-print(state["context_summary"]["text"][:200])"""),
+print(state["context_pipeline_summary"]["text"][:200])"""),
 ]
 
 MIDDLEWARE = [

@@ -25,7 +25,7 @@
 # REAL_LLM_STARTUP_TIMEOUT (seconds, default 180).
 #
 # The GGUF carries no chat template, so llama-cpp-python formats chats with its
-# llama-2 fallback (it keeps the first system message, our summariser instructions,
+# llama-2 fallback (it keeps the first system message, our summarizer instructions,
 # and leaves tool messages out; its "gemma" format would drop the system message).
 set -uo pipefail
 

@@ -1,4 +1,4 @@
-"""Deterministic stand-ins for the remote summariser model."""
+"""Deterministic stand-ins for the remote summarizer model."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.outputs import ChatGeneration, ChatResult
 
 
-class EchoSummariser(BaseChatModel):
+class EchoSummarizer(BaseChatModel):
     """Replies with a fixed share of its prompt's last message; sync and async differ.
 
     The sync path answers ``"sync: ..."`` and the async path ``"async: ..."``, so a
@@ -25,7 +25,7 @@ class EchoSummariser(BaseChatModel):
 
     @property
     def _llm_type(self) -> str:
-        return "echo-summariser"
+        return "echo-summarizer"
 
     def _reply(self, messages: Sequence[BaseMessage], prefix: str, kwargs: dict[str, Any]) -> str:
         self.calls.append({"messages": list(messages), "kwargs": dict(kwargs), "path": prefix})
@@ -55,7 +55,7 @@ class EchoSummariser(BaseChatModel):
 
 
 class FailingModel(BaseChatModel):
-    """A summariser that raises on every call."""
+    """A summarizer that raises on every call."""
 
     error: str = "rate limited: 429 Too Many Requests"
     calls: int = 0

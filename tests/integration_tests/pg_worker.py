@@ -3,7 +3,7 @@
 The test starts several of these with ``multiprocessing``'s spawn context and
 drives them over a pipe, one command at a time:
 
-* ``("configure", settings)``: build the summariser and the hook (see
+* ``("configure", settings)``: build the summarizer and the hook (see
   :class:`Settings`); answers ``{"ok": True, "pid": ...}``;
 * ``("step", k)``: run one model turn of step ``k`` of the thread through a real
   ``create_react_agent`` whose checkpointer is a ``PostgresSaver`` (the graph
@@ -11,7 +11,7 @@ drives them over a pipe, one command at a time:
   answers with the messages the model received;
 * ``("stop",)``: close and exit.
 
-Every summariser call is logged to a JSON-lines file of this process: a
+Every summarizer call is logged to a JSON-lines file of this process: a
 ``start`` line (with the tool-call ids found in the fenced transcript and the
 labels of the previous summaries it merges) before answering, and an ``end``
 line after. A worker configured with ``hang=True`` writes its ``start`` line
@@ -60,9 +60,9 @@ class Settings:
     steps: int
     """Tool steps of the scripted model; step ``steps`` is the final answer."""
     log_path: str
-    """Where this worker logs its summariser calls (JSON lines)."""
+    """Where this worker logs its summarizer calls (JSON lines)."""
     hang: bool = False
-    """Hang in every summariser call (after logging its start)."""
+    """Hang in every summarizer call (after logging its start)."""
 
 
 def parse_prompt(messages: list[BaseMessage]) -> tuple[list[str], list[str]]:
@@ -75,8 +75,8 @@ def parse_prompt(messages: list[BaseMessage]) -> tuple[list[str], list[str]]:
     return ids, labels
 
 
-class RecordingSummariser(BaseChatModel):
-    """A deterministic summariser that logs the spans it covers, and may hang."""
+class RecordingSummarizer(BaseChatModel):
+    """A deterministic summarizer that logs the spans it covers, and may hang."""
 
     worker: str
     log_path: str
@@ -85,7 +85,7 @@ class RecordingSummariser(BaseChatModel):
 
     @property
     def _llm_type(self) -> str:
-        return "recording-summariser"
+        return "recording-summarizer"
 
     def _log(self, record: dict[str, Any]) -> None:
         with open(self.log_path, "a", encoding="utf-8") as fh:
@@ -120,14 +120,14 @@ class _Worker:
         from langchain_context_pipeline.langgraph import create_pre_model_hook
 
         self.settings = settings
-        self.summariser = RecordingSummariser(
+        self.summarizer = RecordingSummarizer(
             worker=settings.name, log_path=settings.log_path, hang=settings.hang
         )
         self.hook = create_pre_model_hook(
             mode=settings.mode,
             threshold=settings.threshold,
             tail_budget=settings.tail_budget,
-            model=self.summariser,
+            model=self.summarizer,
             # A hanging worker must still be inside its call when the test kills it.
             summary_timeout=None if settings.hang else 60.0,
         )
@@ -201,7 +201,7 @@ def serve(conn: Connection) -> None:
 
 
 def log_lines(path: Path) -> list[dict[str, Any]]:
-    """Read a worker's summariser log (empty when it never summarised)."""
+    """Read a worker's summarizer log (empty when it never summarised)."""
     if not path.exists():
         return []
     # The file may be read while a line is being written: skip an unfinished last line.

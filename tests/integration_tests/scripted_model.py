@@ -1,13 +1,13 @@
-"""A scripted tool-calling chat model, its tools, and a counting summariser.
+"""A scripted tool-calling chat model, its tools, and a counting summarizer.
 
 ``ScriptedToolModel`` drives a real agent loop: at each call it asks for one tool
 call (two in parallel every ``parallel_every`` steps) with an assistant text of
 ``text_chars`` characters, until ``steps`` tool steps are done, then answers. It
 records every request it receives (messages and bound tool schemas), so a test can
 check what the agent really sent to the model. Asked to summarise (a call tagged
-``nostream``, as the pipeline's summariser calls are), it answers with a short
+``nostream``, as the pipeline's summarizer calls are), it answers with a short
 summary instead, records the call in ``summaries`` and does not advance its script:
-the agent's own model can be the summariser.
+the agent's own model can be the summarizer.
 """
 
 from __future__ import annotations
@@ -159,8 +159,8 @@ class ScriptedToolModel(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=self._reply(messages, kwargs, tags))])
 
 
-class CountingSummariser(BaseChatModel):
-    """A summariser that writes ``fill`` of the max-tokens hint it is given, and counts calls.
+class CountingSummarizer(BaseChatModel):
+    """A summarizer that writes ``fill`` of the max-tokens hint it is given, and counts calls.
 
     Each call is recorded with its prompt, its keyword arguments and the path
     (``"sync"`` or ``"async"``) it came through.
@@ -172,7 +172,7 @@ class CountingSummariser(BaseChatModel):
 
     @property
     def _llm_type(self) -> str:
-        return "counting-summariser"
+        return "counting-summarizer"
 
     def _text(self, messages: list[BaseMessage], kwargs: dict[str, Any], path: str) -> str:
         self.calls.append({"messages": list(messages), "kwargs": dict(kwargs), "path": path})

@@ -1,4 +1,4 @@
-"""Summariser faults, sync and async: the pipeline never crashes and never leaks the error.
+"""Summarizer faults, sync and async: the pipeline never crashes and never leaks the error.
 
 Each fault of the matrix (raises, raises a timeout, HTTP 429 from the loopback
 OpenAI-compatible stub, returns empty text, None, blocks without text, a summary
@@ -6,7 +6,7 @@ longer than what it replaces, hangs past ``summary_timeout`` in-process or over
 HTTP) is run through ``compress`` and ``acompress``; each time: no exception, the
 budget holds, the invariants hold, no error text is in any output message, the
 digest stands in, and the report counts the failure and says why. Then the
-circuit breaker (after ``failure_limit`` failures in a row the summariser is left
+circuit breaker (after ``failure_limit`` failures in a row the summarizer is left
 alone for ``cooldown_calls`` passes, and the report says so), and 100 concurrent
 ``ainvoke`` calls on one pipeline object, which must give exactly the serial outputs.
 """
@@ -39,7 +39,7 @@ pytestmark = pytest.mark.integration
 THRESHOLD = 4000
 TAIL = 1000
 TIMEOUT = 0.3
-"""``summary_timeout`` for the hanging summarisers (they hang far longer)."""
+"""``summary_timeout`` for the hanging summarizers (they hang far longer)."""
 SECRET = "XYZZY-4711"
 """Put in every error message and bad reply: it must never reach a message."""
 LEAKS = (
@@ -53,7 +53,7 @@ LEAKS = (
     "timed out",
     "timeout",
     "rate limit",
-    "summariser returned",
+    "summarizer returned",
     "not smaller",
 )
 
@@ -82,14 +82,14 @@ def test_the_history_needs_the_condenser_and_is_free_of_leak_words() -> None:
     text = "\n".join(m.model_dump_json() for m in messages)
     assert not [leak for leak in LEAKS if leak in text]
     pruned_only = ContextPipeline(threshold=THRESHOLD, tail_budget=TAIL).compress(messages)
-    assert pruned_only.report.tokens_after_prune is not None
-    assert pruned_only.report.tokens_after_prune > THRESHOLD
+    assert pruned_only.report.prune.tokens_after is not None
+    assert pruned_only.report.prune.tokens_after > THRESHOLD
 
 
 # -- the fault matrix -----------------------------------------------------------------------
 
 
-class ScriptedSummariser(BaseChatModel):
+class ScriptedSummarizer(BaseChatModel):
     """A chat model whose every reply (sync and async) comes from ``reply(prompt)``."""
 
     reply: Callable[[list[BaseMessage]], Any]
@@ -97,7 +97,7 @@ class ScriptedSummariser(BaseChatModel):
 
     @property
     def _llm_type(self) -> str:
-        return "scripted-summariser"
+        return "scripted-summarizer"
 
     def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
         self.calls += 1
@@ -111,8 +111,8 @@ class ScriptedSummariser(BaseChatModel):
         return ChatResult(generations=[ChatGeneration(message=self.reply(messages))])
 
 
-class CallableSummariser:
-    """A plain callable summariser (sync) or coroutine function (async) returning ``value``."""
+class CallableSummarizer:
+    """A plain callable summarizer (sync) or coroutine function (async) returning ``value``."""
 
     def __init__(self, value: Any, path: str) -> None:
         self.value = value
@@ -131,7 +131,7 @@ class CallableSummariser:
         return self.value
 
 
-class HangingSummariser:
+class HangingSummarizer:
     """Never answers in time: the sync path blocks on ``release``, the async one sleeps."""
 
     def __init__(self, release: threading.Event, path: str) -> None:
@@ -168,15 +168,15 @@ def longer_than_replaced(prompt: list[BaseMessage]) -> AIMessage:
 class Run:
     result: CompressionResult
     calls: int
-    """Calls the summariser received (requests, for the HTTP stub)."""
+    """Calls the summarizer received (requests, for the HTTP stub)."""
 
 
 @dataclass
 class Fault:
-    """One fault: how to build the summariser, and why the report must say it failed."""
+    """One fault: how to build the summarizer, and why the report must say it failed."""
 
     build: Callable[[str, threading.Event], Any]
-    """``(path, release) -> summariser``, or the stub's reply for an HTTP fault."""
+    """``(path, release) -> summarizer``, or the stub's reply for an HTTP fault."""
     reason: str
     http: bool = False
 
@@ -206,7 +206,7 @@ class Fault:
 def _run_http(
     stub: OpenAIStub, reply: StubReply, messages: list[BaseMessage], path: str
 ) -> CompressionResult:
-    """Compress with ChatOpenAI on the loopback stub (answering ``reply``) as the summariser."""
+    """Compress with ChatOpenAI on the loopback stub (answering ``reply``) as the summarizer."""
     stub.default = reply
 
     def pipeline(**client: Any) -> ContextPipeline:
@@ -234,11 +234,11 @@ def _run_http(
 
 FAULTS = {
     "raises": Fault(
-        lambda path, release: ScriptedSummariser(reply=raising(RuntimeError(f"boom {SECRET}"))),
+        lambda path, release: ScriptedSummarizer(reply=raising(RuntimeError(f"boom {SECRET}"))),
         "RuntimeError",
     ),
     "raises-timeout": Fault(
-        lambda path, release: ScriptedSummariser(
+        lambda path, release: ScriptedSummarizer(
             reply=raising(TimeoutError(f"upstream timed out {SECRET}"))
         ),
         "TimeoutError",
@@ -253,16 +253,16 @@ FAULTS = {
         http=True,
     ),
     "returns-empty": Fault(
-        lambda path, release: ScriptedSummariser(reply=lambda prompt: AIMessage("")),
+        lambda path, release: ScriptedSummarizer(reply=lambda prompt: AIMessage("")),
         "empty text",
     ),
     "returns-whitespace": Fault(
-        lambda path, release: ScriptedSummariser(reply=lambda prompt: AIMessage("  \n\t ")),
+        lambda path, release: ScriptedSummarizer(reply=lambda prompt: AIMessage("  \n\t ")),
         "empty text",
     ),
-    "returns-none": Fault(lambda path, release: CallableSummariser(None, path), "returned None"),
+    "returns-none": Fault(lambda path, release: CallableSummarizer(None, path), "returned None"),
     "returns-blocks-without-text": Fault(
-        lambda path, release: ScriptedSummariser(
+        lambda path, release: ScriptedSummarizer(
             reply=lambda prompt: AIMessage(
                 [
                     {"type": "reasoning", "reasoning": f"thinking {SECRET}"},
@@ -273,10 +273,10 @@ FAULTS = {
         "no text blocks",
     ),
     "returns-longer-than-replaced": Fault(
-        lambda path, release: ScriptedSummariser(reply=longer_than_replaced),
+        lambda path, release: ScriptedSummarizer(reply=longer_than_replaced),
         "not smaller",
     ),
-    "hangs": Fault(lambda path, release: HangingSummariser(release, path), "SummaryTimeoutError"),
+    "hangs": Fault(lambda path, release: HangingSummarizer(release, path), "SummaryTimeoutError"),
     "http-hangs": Fault(
         lambda path, release: StubReply(content=f"too late {SECRET}", delay=1.5),
         "SummaryTimeoutError",
@@ -287,7 +287,7 @@ FAULTS = {
 
 @pytest.fixture
 def release() -> Iterator[threading.Event]:
-    """Set when the test ends: a hung sync summariser's abandoned thread then returns."""
+    """Set when the test ends: a hung sync summarizer's abandoned thread then returns."""
     event = threading.Event()
     yield event
     event.set()
@@ -295,18 +295,18 @@ def release() -> Iterator[threading.Event]:
 
 @pytest.mark.parametrize("path", ["sync", "async"])
 @pytest.mark.parametrize("fault", list(FAULTS))
-def test_summariser_fault_falls_back_to_the_digest(
+def test_summarizer_fault_falls_back_to_the_digest(
     fault: str, path: str, openai_stub: OpenAIStub, release: threading.Event
 ) -> None:
     run = FAULTS[fault].run(path, openai_stub, release)
     result, report = run.result, run.result.report
 
-    assert run.calls == 1, "the summariser was not called exactly once"
-    assert report.summariser_calls == 1
-    assert report.summariser_failures == 1
-    assert report.failure is not None and FAULTS[fault].reason in report.failure
+    assert run.calls == 1, "the summarizer was not called exactly once"
+    assert report.summarizer_calls == 1
+    assert report.condense.summarizer_failures == 1
+    assert report.condense.failure is not None and FAULTS[fault].reason in report.condense.failure
     assert report.summary_source == "digest"
-    assert not report.breaker_open and report.summariser_skipped == 0
+    assert not report.breaker_open and report.condense.summarizer_skipped == 0
     assert "condense" in report.stages
 
     counter = ContextPipeline(threshold=THRESHOLD, tail_budget=TAIL).token_counter
@@ -323,7 +323,7 @@ def test_summariser_fault_falls_back_to_the_digest(
 
 
 class Switch:
-    """A callable summariser that fails until told otherwise; sync or async."""
+    """A callable summarizer that fails until told otherwise; sync or async."""
 
     def __init__(self, path: str) -> None:
         self.path = path
@@ -368,28 +368,28 @@ def test_circuit_breaker_opens_after_three_failures_then_retries(cooldown: int, 
     for attempt in range(1, 4):
         report = compress(pipeline, messages, path).report
         assert model.calls == attempt
-        assert report.summariser_calls == 1 and report.summariser_failures == 1
-        assert report.failure is not None and "ConnectionError" in report.failure
+        assert report.summarizer_calls == 1 and report.condense.summarizer_failures == 1
+        assert report.condense.failure is not None and "ConnectionError" in report.condense.failure
         assert report.breaker_open is (attempt == 3)
-        assert report.summariser_skipped == 0
+        assert report.condense.summarizer_skipped == 0
 
     # Open: `cooldown` passes served by the digest without a call, and the report says so.
     for skipped in range(1, cooldown + 1):
         result = compress(pipeline, messages, path)
         report = result.report
-        assert model.calls == 3, "the summariser was called while the breaker was open"
-        assert report.summariser_skipped == 1
-        assert report.summariser_calls == 0 and report.summariser_failures == 0
+        assert model.calls == 3, "the summarizer was called while the breaker was open"
+        assert report.condense.summarizer_skipped == 1
+        assert report.summarizer_calls == 0 and report.condense.summarizer_failures == 0
         assert report.summary_source == "digest"
         assert report.breaker_open is (skipped < cooldown)
         assert report.tokens_after <= THRESHOLD
         assert SECRET not in "".join(m.model_dump_json() for m in result.messages)
 
-    # Cooldown spent: the summariser is tried again, and now it works.
+    # Cooldown spent: the summarizer is tried again, and now it works.
     model.fail = False
     report = compress(pipeline, messages, path).report
     assert model.calls == 3 + 1
-    assert report.summariser_calls == 1 and report.summariser_failures == 0
+    assert report.summarizer_calls == 1 and report.condense.summarizer_failures == 0
     assert report.summary_source == "model" and not report.breaker_open
 
 
@@ -403,14 +403,14 @@ def test_a_success_resets_the_failure_streak(path: str) -> None:
         model.fail = fails
         report = compress(pipeline, messages, path).report
         assert model.calls == calls, "the breaker opened without 3 failures in a row"
-        assert report.summariser_failures == int(fails)
+        assert report.condense.summarizer_failures == int(fails)
         assert not report.breaker_open
 
 
 # -- 100 concurrent calls on one pipeline -------------------------------------------------------
 
 
-class InterleavingSummariser(BaseChatModel):
+class InterleavingSummarizer(BaseChatModel):
     """Async only; deterministic: the reply depends on the prompt alone.
 
     It yields to the event loop a prompt-dependent number of times, so that
@@ -424,10 +424,10 @@ class InterleavingSummariser(BaseChatModel):
 
     @property
     def _llm_type(self) -> str:
-        return "interleaving-summariser"
+        return "interleaving-summarizer"
 
     def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
-        raise AssertionError("this summariser is async only")
+        raise AssertionError("this summarizer is async only")
 
     async def _agenerate(
         self,
@@ -452,7 +452,7 @@ class InterleavingSummariser(BaseChatModel):
 
 
 async def test_100_concurrent_ainvoke_on_one_pipeline_equal_serial_runs() -> None:
-    model = InterleavingSummariser()
+    model = InterleavingSummarizer()
     pipeline = ContextPipeline(threshold=THRESHOLD, tail_budget=TAIL, model=model)
     # Different lengths and texts: some under budget, some pruned only, most condensed.
     histories = [history(turns=2 + i % 23, seed=f" #{i}") for i in range(100)]

@@ -6,17 +6,17 @@ die in the middle of a turn. Here two processes started with ``multiprocessing``
 spawn context (``pg_worker.py``) take turns on one thread of a real
 ``create_react_agent`` (one model call each, the graph stopping after the tools
 node), with the pre-model hook in ephemeral and in persist mode, and a recording
-summariser that logs, per process, the tool-call ids of the transcript it was
+summarizer that logs, per process, the tool-call ids of the transcript it was
 given. Then:
 
 * every model input is within budget, holds the task first and no orphan or
   unanswered tool call;
-* no span is summarised twice (no tool-call id is in two summariser transcripts),
+* no span is summarised twice (no tool-call id is in two summarizer transcripts),
   the summaries form one chain, each merging the one before it, and a process
   sends the model summaries the other process wrote;
 * ephemeral: every original message is in the checkpoint, verbatim; persist:
   every step is either still in the checkpoint or in exactly one summary;
-* a worker killed with SIGKILL in the middle of a summariser call: another one
+* a worker killed with SIGKILL in the middle of a summarizer call: another one
   resumes from the checkpoint and redoes that summary, nothing is lost.
 
 The tests need ``CONTEXT_PIPELINE_PG_URL`` (``scripts/with-postgres.sh`` starts a
@@ -59,7 +59,7 @@ TAIL = 2500
 REPLY_TIMEOUT = 120.0
 """Seconds to wait for a worker's answer before failing (a safety net, not a timing check)."""
 SUMMARY_LABEL = re.compile(r"SUMMARY\[\w+-(\d+)-\d+\]")
-"""The label the recording summariser starts each summary with: its process id."""
+"""The label the recording summarizer starts each summary with: its process id."""
 PARALLEL_EVERY = ScriptedToolModel().parallel_every
 TEXT_CHARS = ScriptedToolModel().text_chars
 
@@ -202,7 +202,7 @@ def settings(
         threshold=THRESHOLD,
         tail_budget=TAIL,
         steps=STEPS,
-        log_path=str(log_dir / f"summariser-{name}.jsonl"),
+        log_path=str(log_dir / f"summarizer-{name}.jsonl"),
         hang=hang,
     )
 
@@ -244,8 +244,8 @@ def check_replies(replies: Sequence[dict[str, Any]]) -> list[list[BaseMessage]]:
     return inputs
 
 
-def summariser_log(log_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
-    """(completed calls, abandoned calls) from every worker's summariser log."""
+def summarizer_log(log_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(completed calls, abandoned calls) from every worker's summarizer log."""
     lines = [line for path in sorted(log_dir.glob("*.jsonl")) for line in pg_worker.log_lines(path)]
     ended = {line["label"] for line in lines if line["phase"] == "end"}
     starts = [line for line in lines if line["phase"] == "start"]
@@ -256,8 +256,8 @@ def summariser_log(log_dir: Path) -> tuple[list[dict[str, Any]], list[dict[str, 
 
 def check_summaries(calls: Sequence[dict[str, Any]]) -> None:
     """No span summarised twice; the summaries form one chain, each merging the one before."""
-    assert len(calls) >= 3, f"only {len(calls)} summariser calls: the run is too short to test"
-    assert len(calls) <= STEPS // 2, f"{len(calls)} summariser calls: it re-summarises every turn"
+    assert len(calls) >= 3, f"only {len(calls)} summarizer calls: the run is too short to test"
+    assert len(calls) <= STEPS // 2, f"{len(calls)} summarizer calls: it re-summarises every turn"
     seen = Counter(cid for call in calls for cid in call["ids"])
     twice = sorted(cid for cid, n in seen.items() if n > 1)
     assert not twice, f"tool calls summarised twice: {twice}"
@@ -275,7 +275,7 @@ def summary_writers(messages: Sequence[BaseMessage]) -> list[int]:
     for message in messages:
         if is_pipeline_summary(message):
             own = SUMMARY_LABEL.search(str(message.content))
-            assert own is not None, "a summary the recording summariser did not write"
+            assert own is not None, "a summary the recording summarizer did not write"
             pids.append(int(own.group(1)))
     return pids
 
@@ -365,7 +365,7 @@ def test_two_workers_alternate_turns_on_one_thread(
 
     assert len({reply["pid"] for reply in replies}) == 2
     inputs = check_replies(replies)
-    calls, abandoned = summariser_log(tmp_path)
+    calls, abandoned = summarizer_log(tmp_path)
     assert not abandoned
     check_summaries(calls)
     check_summaries_cross_processes(replies, inputs)
@@ -373,30 +373,30 @@ def test_two_workers_alternate_turns_on_one_thread(
 
 
 @pytest.mark.parametrize("mode", ["ephemeral", "persist"])
-def test_worker_killed_in_a_summariser_call_loses_nothing(
+def test_worker_killed_in_a_summarizer_call_loses_nothing(
     mode: str, pool: Pool, database: str, tmp_path: Path
 ) -> None:
     thread_id = f"killed-{mode}"
     doomed, survivor = pool.take(2)
     doomed.configure(settings("doomed", database, thread_id, mode, tmp_path, hang=True))
     survivor.configure(settings("survivor", database, thread_id, mode, tmp_path))
-    doomed_log = tmp_path / "summariser-doomed.jsonl"
+    doomed_log = tmp_path / "summarizer-doomed.jsonl"
 
-    def in_summariser_call() -> bool:
+    def in_summarizer_call() -> bool:
         return any(line["phase"] == "start" for line in pg_worker.log_lines(doomed_log))
 
     replies = []
     killed_at = None
     for step in range(STEPS + 1):
         # Turns alternate; from half-way on, the doomed worker takes every turn
-        # until it is inside a summariser call, whatever the summaries' rhythm.
+        # until it is inside a summarizer call, whatever the summaries' rhythm.
         if killed_at is None and (step % 2 == 0 or step >= STEPS // 2):
-            reply = doomed.call("step", step, until=in_summariser_call)
-            if reply is None:  # the doomed worker is inside its summariser call
+            reply = doomed.call("step", step, until=in_summarizer_call)
+            if reply is None:  # the doomed worker is inside its summarizer call
                 doomed.kill()
                 assert doomed.process.exitcode == -signal.SIGKILL
                 killed_at = step
-                survivor_log = tmp_path / "summariser-survivor.jsonl"
+                survivor_log = tmp_path / "summarizer-survivor.jsonl"
                 summaries_before = len(pg_worker.log_lines(survivor_log))
                 reply = survivor.call("step", step)
                 redone = pg_worker.log_lines(survivor_log)[summaries_before:]
@@ -405,11 +405,11 @@ def test_worker_killed_in_a_summariser_call_loses_nothing(
         assert reply is not None
         replies.append(reply)
 
-    assert killed_at is not None, "the doomed worker never needed the summariser"
+    assert killed_at is not None, "the doomed worker never needed the summarizer"
     inputs = check_replies(replies)  # the step the survivor resumed included
     assert any(is_pipeline_summary(m) for m in inputs[killed_at])
 
-    calls, abandoned = summariser_log(tmp_path)
+    calls, abandoned = summarizer_log(tmp_path)
     assert [line["worker"] for line in abandoned] == ["doomed"]
     # The survivor redid exactly the summary the doomed worker was writing.
     assert [line["ids"] for line in redone if line["phase"] == "start"] == [abandoned[0]["ids"]]

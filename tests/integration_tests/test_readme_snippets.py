@@ -3,7 +3,7 @@
 The snippets live in README.md once it holds both markers (``<!-- snippet: NAME -->``
 right above a python code block), else in docs/snippets.md. Each runs with ``model``
 (a scripted tool-calling chat model with a 20k-token window, which also answers the
-summariser's calls) and ``tools`` defined, for 40 tool steps.
+summarizer's calls) and ``tools`` defined, for 40 tool steps.
 """
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""The summariser wiring against a real model: llama.cpp's server with Gemma 3 270M.
+"""The summarizer wiring against a real model: llama.cpp's server with Gemma 3 270M.
 
 Opt-in (``make test-real-llm``): skipped unless ``CONTEXT_PIPELINE_REAL_LLM_URL``
 names an OpenAI-compatible server. ``langchain_openai.ChatOpenAI`` is the
-summariser of the Condenser, of the pipeline and of the LangGraph pre-model hook,
+summarizer of the Condenser, of the pipeline and of the LangGraph pre-model hook,
 sync and async. The model is tiny and not instruction-tuned, so nothing here
 looks at what a summary says: only that a real request went out and came back
 within ``summary_timeout``, that its output was capped, that the model's summary
@@ -52,9 +52,10 @@ from langchain_openai import ChatOpenAI
 
 from langchain_context_pipeline import (
     CONDENSED_TAG,
+    DIGEST,
+    CarriedSummary,
     Condenser,
     ContextPipeline,
-    RunningSummary,
     estimate_tokens,
     is_pipeline_summary,
 )
@@ -69,11 +70,11 @@ SUMMARY_TIMEOUT = float(os.environ.get("CONTEXT_PIPELINE_REAL_LLM_TIMEOUT", "120
 """``summary_timeout`` and the client's timeout: generous, a shared 2-core CPU is slow."""
 THRESHOLD = 1500
 TAIL = 400
-"""The pipeline's budget: its summariser prompt (about 2600 Gemma tokens) fits n_ctx 4096."""
+"""The pipeline's budget: its summarizer prompt (about 2600 Gemma tokens) fits n_ctx 4096."""
 
 EMPTY_REPLY_FAILURES = {
-    "the summariser returned empty text",
-    "the summariser returned no text blocks",
+    "the summarizer returned empty text",
+    "the summarizer returned no text blocks",
     "the summary is not smaller than what it replaces",
 }
 """Rejections that say the model answered but its text is unusable: the digest's job."""
@@ -88,8 +89,8 @@ LEAKS = (
     "Traceback",
     "validation error",
     "timed out",
-    "summariser returned",
-    "summariser gave no answer",
+    "summarizer returned",
+    "summarizer gave no answer",
     "not smaller",
     "exceed context window",
 )
@@ -282,7 +283,7 @@ def assert_source(source: str | None, failure: str | None) -> None:
     if source == "model":
         assert failure is None
     else:
-        assert failure in EMPTY_REPLY_FAILURES, f"the summariser failed: {failure}"
+        assert failure in EMPTY_REPLY_FAILURES, f"the summarizer failed: {failure}"
 
 
 def assert_summary_in_place(
@@ -324,7 +325,7 @@ def test_condenser_sync(real_llm_url: str) -> None:
         elapsed = time.monotonic() - started
     assert_real_call_served(log)
     assert elapsed < SUMMARY_TIMEOUT
-    assert stats.summariser_calls == 1
+    assert stats.summarizer_calls == 1
     assert stats.condensed > 0
     assert len(out) < len(history)
     assert_source(stats.source, stats.failure)
@@ -343,7 +344,7 @@ async def test_condenser_async(real_llm_url: str) -> None:
         elapsed = time.monotonic() - started
     assert_real_call_served(log)
     assert elapsed < SUMMARY_TIMEOUT
-    assert stats.summariser_calls == 1
+    assert stats.summarizer_calls == 1
     assert_source(stats.source, stats.failure)
     assert_summary_in_place(history, out, None)
     assert estimate_tokens(out) < estimate_tokens(history)
@@ -367,18 +368,18 @@ def pipeline(model: ChatOpenAI) -> ContextPipeline:
 def check_first_turn(history: list[BaseMessage], result: Any) -> None:
     report = result.report
     assert report.stages[:2] == ["prune", "condense"], report.stages
-    assert report.summariser_calls == 1
-    assert report.summariser_failures == (0 if report.summary_source == "model" else 1)
+    assert report.summarizer_calls == 1
+    assert report.condense.summarizer_failures == (0 if report.summary_source == "model" else 1)
     assert report.tokens_after <= THRESHOLD
-    assert_source(report.summary_source, report.failure)
+    assert_source(report.summary_source, report.condense.failure)
     assert_summary_in_place(history, result.messages, THRESHOLD)
-    assert result.running_summary is not None
+    assert result.carried_summary is not None
 
 
-def check_second_turn(result: Any, first: RunningSummary) -> None:
+def check_second_turn(result: Any, first: CarriedSummary) -> None:
     report = result.report
     assert report.summary_reused, report
-    assert report.summariser_calls == 0
+    assert report.summarizer_calls == 0
     assert report.tokens_after <= THRESHOLD
     assert any(m.id == first.message.id for m in result.messages)
     assert not orphans(result.messages) and not unanswered(result.messages)
@@ -396,11 +397,11 @@ def test_pipeline_sync(real_llm_url: str) -> None:
         assert_real_call_served(log)
         assert elapsed < SUMMARY_TIMEOUT
         check_first_turn(history, first)
-        assert first.running_summary is not None
+        assert first.carried_summary is not None
         later = [*history, *more_turns(1)]
-        second = p.compress(later, running_summary=first.running_summary)
+        second = p.compress(later, carried_summary=first.carried_summary)
     assert_real_call_served(log)  # the running summary was reused: no second call
-    check_second_turn(second, first.running_summary)
+    check_second_turn(second, first.carried_summary)
 
 
 async def test_pipeline_async(real_llm_url: str) -> None:
@@ -414,11 +415,11 @@ async def test_pipeline_async(real_llm_url: str) -> None:
         assert_real_call_served(log)
         assert elapsed < SUMMARY_TIMEOUT
         check_first_turn(history, first)
-        assert first.running_summary is not None
+        assert first.carried_summary is not None
         later = [*history, *more_turns(1)]
-        second = await p.acompress(later, running_summary=first.running_summary)
+        second = await p.acompress(later, carried_summary=first.carried_summary)
     assert_real_call_served(log)
-    check_second_turn(second, first.running_summary)
+    check_second_turn(second, first.carried_summary)
 
 
 # -- the compressed history is a chat request the server accepts ------------------------
@@ -445,7 +446,7 @@ def test_compressed_history_is_accepted_as_a_chat_request(
     real_llm_url: str, call_text: bool
 ) -> None:
     history = long_history(30, 600, call_text=call_text)
-    result = ContextPipeline(threshold=2000, tail_budget=1000, model="digest").compress(history)
+    result = ContextPipeline(threshold=2000, tail_budget=1000, model=DIGEST).compress(history)
     sent = result.messages
     assert result.report.tokens_after <= 2000
     assert not orphans(sent) and not unanswered(sent)
@@ -475,9 +476,9 @@ def hook_for(model: ChatOpenAI) -> Any:
 
 
 def check_hook_first(history: list[BaseMessage], update: dict[str, Any]) -> dict[str, Any]:
-    assert set(update) == {"llm_input_messages", "context_summary"}, sorted(update)
+    assert set(update) == {"llm_input_messages", "context_pipeline_summary"}, sorted(update)
     sent = update["llm_input_messages"]
-    stored = update["context_summary"]
+    stored = update["context_pipeline_summary"]
     # The update carries no report; the call log has shown that the model answered.
     summary = assert_summary_in_place(history, sent, THRESHOLD)
     assert stored["id"] == summary.id and stored["text"] == message_text(summary)
@@ -486,7 +487,9 @@ def check_hook_first(history: list[BaseMessage], update: dict[str, Any]) -> dict
 
 
 def check_hook_second(update: dict[str, Any], stored: dict[str, Any]) -> None:
-    assert "context_summary" not in update, "the running summary should be reused unchanged"
+    assert "context_pipeline_summary" not in update, (
+        "the running summary should be reused unchanged"
+    )
     sent = update["llm_input_messages"]
     assert estimate_tokens(sent) <= THRESHOLD
     assert [m.id for m in sent if is_pipeline_summary(m)] == [stored["id"]]
@@ -508,7 +511,7 @@ def test_pre_model_hook_sync(real_llm_url: str) -> None:
         stored = check_hook_first(history, update)
         state = {"messages": [*history, *more_turns(1)], **update}
         second = hook.invoke(state)
-    assert_real_call_served(log)  # no second summariser call
+    assert_real_call_served(log)  # no second summarizer call
     check_hook_second(second, stored)
 
 

@@ -7,7 +7,7 @@ import math
 from typing import Any, get_type_hints
 
 import pytest
-from fakes import EchoSummariser
+from fakes import EchoSummarizer
 from invariants import orphans, unanswered
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import GenericFakeChatModel
@@ -50,8 +50,8 @@ def fake_model(profile: dict[str, Any] | None = None) -> GenericFakeChatModel:
     return GenericFakeChatModel(messages=iter([]), profile=profile)
 
 
-def hook_with(summariser: Any, **kwargs: Any) -> ContextPipelineHook:
-    return create_pre_model_hook(threshold=THRESHOLD, tail_budget=TAIL, model=summariser, **kwargs)
+def hook_with(summarizer: Any, **kwargs: Any) -> ContextPipelineHook:
+    return create_pre_model_hook(threshold=THRESHOLD, tail_budget=TAIL, model=summarizer, **kwargs)
 
 
 # -- arguments ------------------------------------------------------------------------------
@@ -133,7 +133,7 @@ def test_malformed_thresholds_are_refused(threshold: Any) -> None:
 
 
 def test_ephemeral_under_budget_still_writes_llm_input_messages() -> None:
-    hook = hook_with(EchoSummariser())
+    hook = hook_with(EchoSummarizer())
     messages = conversation(1)
     update = hook({"messages": messages})
     # Written on every call (the channel persists), never empty, never the state's own list.
@@ -141,34 +141,34 @@ def test_ephemeral_under_budget_still_writes_llm_input_messages() -> None:
     assert update["llm_input_messages"] is not messages
 
 
-def test_ephemeral_over_budget_keeps_and_reuses_a_running_summary() -> None:
-    summariser = EchoSummariser()
-    hook = hook_with(summariser)
+def test_ephemeral_over_budget_keeps_and_reuses_a_carried_summary() -> None:
+    summarizer = EchoSummarizer()
+    hook = hook_with(summarizer)
     messages = conversation(12)
     first = hook({"messages": messages})
-    assert len(summariser.calls) == 1
+    assert len(summarizer.calls) == 1
     sent = first["llm_input_messages"]
     assert estimate_tokens(sent) <= THRESHOLD
     assert not orphans(sent) and not unanswered(sent)
-    stored = first["context_summary"]
+    stored = first["context_pipeline_summary"]
     (summary,) = [m for m in sent if is_pipeline_summary(m)]
     assert stored["id"] == summary.id
 
     # Next turn: one more step. The stored summary covers the old turns: no new call.
     state = {"messages": [*messages, *conversation(1, start=12)], **first}
     second = hook(state)
-    assert len(summariser.calls) == 1
-    assert "context_summary" not in second  # unchanged, so not rewritten
+    assert len(summarizer.calls) == 1
+    assert "context_pipeline_summary" not in second  # unchanged, so not rewritten
     again = second["llm_input_messages"]
     assert [m.id for m in again if is_pipeline_summary(m)] == [summary.id]
     assert again[-1].id == "t12"
     assert estimate_tokens(again) <= THRESHOLD
 
 
-def test_running_summary_is_recovered_from_llm_input_messages() -> None:
+def test_carried_summary_is_recovered_from_llm_input_messages() -> None:
     """Without the summary key, the summary the model saw last is still in state."""
-    summariser = EchoSummariser()
-    hook = hook_with(summariser)
+    summarizer = EchoSummarizer()
+    hook = hook_with(summarizer)
     messages = conversation(12)
     first = hook({"messages": messages})
     state = {
@@ -176,36 +176,36 @@ def test_running_summary_is_recovered_from_llm_input_messages() -> None:
         "llm_input_messages": first["llm_input_messages"],
     }
     second = hook(state)
-    assert len(summariser.calls) == 1
-    assert second["context_summary"] == first["context_summary"]
+    assert len(summarizer.calls) == 1
+    assert second["context_pipeline_summary"] == first["context_pipeline_summary"]
 
 
 def test_a_broken_stored_summary_is_ignored(caplog: pytest.LogCaptureFixture) -> None:
-    summariser = EchoSummariser()
-    hook = hook_with(summariser)
+    summarizer = EchoSummarizer()
+    hook = hook_with(summarizer)
     with caplog.at_level(logging.WARNING, logger="langchain_context_pipeline"):
-        update = hook({"messages": conversation(12), "context_summary": {"text": "x"}})
-    assert "ignoring state['context_summary']" in caplog.text
-    assert len(summariser.calls) == 1
-    assert update["context_summary"]["text"] != "x"
+        update = hook({"messages": conversation(12), "context_pipeline_summary": {"text": "x"}})
+    assert "ignoring state['context_pipeline_summary']" in caplog.text
+    assert len(summarizer.calls) == 1
+    assert update["context_pipeline_summary"]["text"] != "x"
 
 
 def test_custom_summary_key() -> None:
-    hook = hook_with(EchoSummariser(), summary_key="my_summary")
+    hook = hook_with(EchoSummarizer(), summary_key="my_summary")
     update = hook({"messages": conversation(12)})
-    assert "my_summary" in update and "context_summary" not in update
+    assert "my_summary" in update and "context_pipeline_summary" not in update
 
 
 def test_hook_needs_messages() -> None:
     with pytest.raises(ValueError, match="'messages' key"):
-        hook_with(EchoSummariser())({"llm_input_messages": []})
+        hook_with(EchoSummarizer())({"llm_input_messages": []})
 
 
-async def test_async_hook_awaits_the_summariser() -> None:
-    summariser = EchoSummariser()
-    hook = hook_with(summariser)
+async def test_async_hook_awaits_the_summarizer() -> None:
+    summarizer = EchoSummarizer()
+    hook = hook_with(summarizer)
     update = await hook.ainvoke({"messages": conversation(12)})
-    assert [call["path"] for call in summariser.calls] == ["async"]
+    assert [call["path"] for call in summarizer.calls] == ["async"]
     assert estimate_tokens(update["llm_input_messages"]) <= THRESHOLD
 
 
@@ -213,12 +213,12 @@ async def test_async_hook_awaits_the_summariser() -> None:
 
 
 def test_persist_under_budget_changes_nothing() -> None:
-    hook = hook_with(EchoSummariser(), mode="persist")
+    hook = hook_with(EchoSummarizer(), mode="persist")
     assert hook({"messages": conversation(1)}) == {}
 
 
 def test_persist_over_budget_rewrites_messages_keeping_ids() -> None:
-    hook = hook_with(EchoSummariser(), mode="persist")
+    hook = hook_with(EchoSummarizer(), mode="persist")
     messages = conversation(12)
     update = hook({"messages": messages})
     assert set(update) == {"messages"}
@@ -238,10 +238,10 @@ def test_persist_over_budget_rewrites_messages_keeping_ids() -> None:
 # -- the graph sees the hook's state keys -----------------------------------------------------
 
 
-@pytest.mark.parametrize("key", ["context_summary", "my_summary"])
+@pytest.mark.parametrize("key", ["context_pipeline_summary", "my_summary"])
 def test_hook_adds_its_state_keys_to_any_graph(key: str) -> None:
     builder = StateGraph(MessagesState)
-    builder.add_node("compress", hook_with(EchoSummariser(), summary_key=key))
+    builder.add_node("compress", hook_with(EchoSummarizer(), summary_key=key))
     builder.add_edge(START, "compress")
     graph = builder.compile()
     assert {"messages", "llm_input_messages", key} <= set(graph.channels)
@@ -251,10 +251,10 @@ def test_hook_adds_its_state_keys_to_any_graph(key: str) -> None:
 
 def test_context_pipeline_state_types_the_summary_key() -> None:
     hints = get_type_hints(ContextPipelineState)
-    assert {"messages", "remaining_steps", "context_summary"} <= set(hints)
+    assert {"messages", "remaining_steps", "context_pipeline_summary"} <= set(hints)
 
 
-# -- tracing: the summariser's run ------------------------------------------------------------
+# -- tracing: the summarizer's run ------------------------------------------------------------
 
 
 class Recorder(BaseCallbackHandler):
@@ -274,9 +274,9 @@ def test_core_tag_is_langgraphs_nostream_tag() -> None:
 
 
 @pytest.mark.parametrize("path", ["sync", "async"])
-async def test_summariser_run_is_named_and_kept_out_of_the_stream(path: str) -> None:
+async def test_summarizer_run_is_named_and_kept_out_of_the_stream(path: str) -> None:
     recorder = Recorder()
-    hook = hook_with(EchoSummariser())
+    hook = hook_with(EchoSummarizer())
     config: Any = {"callbacks": [recorder], "tags": ["user-tag"]}
     state = {"messages": conversation(12)}
     if path == "sync":

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any, get_args, get_type_hints
 
 import pytest
-from fakes import EchoSummariser, FailingModel
+from fakes import EchoSummarizer, FailingModel
 from invariants import orphans, unanswered
 from langchain.agents.middleware import ExtendedModelResponse, ModelRequest, ModelResponse
 from langchain.agents.middleware.types import PrivateStateAttr
@@ -20,7 +20,7 @@ from langchain_core.tools import tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
 import langchain_context_pipeline
-from langchain_context_pipeline import estimate_tokens, is_pipeline_summary
+from langchain_context_pipeline import DIGEST, estimate_tokens, is_pipeline_summary
 from langchain_context_pipeline.middleware import (
     SUMMARY_STATE_KEY,
     ContextPipelineAgentState,
@@ -89,9 +89,9 @@ def sent_tokens(request: ModelRequest[Any]) -> int:
     return estimate_tokens(messages) + (estimate_tokens([SystemMessage(schemas)]) if tools else 0)
 
 
-def middleware(summariser: Any = None, **kwargs: Any) -> ContextPipelineMiddleware:
+def middleware(summarizer: Any = None, **kwargs: Any) -> ContextPipelineMiddleware:
     settings: dict[str, Any] = {"threshold": THRESHOLD, "tail_budget": TAIL, **kwargs}
-    return ContextPipelineMiddleware(model=summariser or EchoSummariser(), **settings)
+    return ContextPipelineMiddleware(model=summarizer or EchoSummarizer(), **settings)
 
 
 # -- settings ---------------------------------------------------------------------------------
@@ -110,7 +110,7 @@ def test_bad_settings_fail_at_construction() -> None:
         ContextPipelineMiddleware(threshold=1000, tail_budget=1000)
     with pytest.raises(TypeError):
         ContextPipelineMiddleware(threshold=1000, tail_budgett=10)
-    with pytest.raises(ValueError, match="digest"):
+    with pytest.raises(ValueError, match="DIGEST"):
         ContextPipelineMiddleware(model="gpt-4o")
 
 
@@ -160,13 +160,13 @@ def test_system_message_and_tools_count_toward_the_budget(extra: str) -> None:
     assert sent.messages[0].id == "task"
 
 
-def test_running_summary_is_written_once_then_reused() -> None:
-    summariser = EchoSummariser()
-    mw = middleware(summariser)
+def test_carried_summary_is_written_once_then_reused() -> None:
+    summarizer = EchoSummarizer()
+    mw = middleware(summarizer)
     handler = Handler()
     messages = conversation(12)
     first = mw.wrap_model_call(request_for(messages), handler)
-    assert len(summariser.calls) == 1
+    assert len(summarizer.calls) == 1
     assert isinstance(first, ExtendedModelResponse)
     assert first.model_response is handler.response
     assert first.command is not None
@@ -175,27 +175,27 @@ def test_running_summary_is_written_once_then_reused() -> None:
     sent = handler.requests[0].messages
     assert [m.id for m in sent if is_pipeline_summary(m)] == [stored["id"]]
 
-    # The next call carries the stored summary in state: no summariser call, no write.
+    # The next call carries the stored summary in state: no summarizer call, no write.
     grown = [*messages, *conversation(1, start=12)]
     second = mw.wrap_model_call(request_for(grown, state={SUMMARY_STATE_KEY: stored}), handler)
-    assert len(summariser.calls) == 1
+    assert len(summarizer.calls) == 1
     assert second is handler.response
     assert [m.id for m in handler.requests[1].messages if is_pipeline_summary(m)] == [stored["id"]]
     assert sent_tokens(handler.requests[1]) <= THRESHOLD
 
 
-async def test_async_path_awaits_the_summariser() -> None:
-    summariser = EchoSummariser()
+async def test_async_path_awaits_the_summarizer() -> None:
+    summarizer = EchoSummarizer()
     handler = Handler()
-    out = await middleware(summariser).awrap_model_call(
+    out = await middleware(summarizer).awrap_model_call(
         request_for(conversation(12), system="Be brief.", tools=[read_file]), handler.acall
     )
-    assert [c["path"] for c in summariser.calls] == ["async"]
+    assert [c["path"] for c in summarizer.calls] == ["async"]
     assert isinstance(out, ExtendedModelResponse)
     assert sent_tokens(handler.requests[0]) <= THRESHOLD
 
 
-def test_a_failing_summariser_falls_back_without_raising() -> None:
+def test_a_failing_summarizer_falls_back_without_raising() -> None:
     handler = Handler()
     failing = FailingModel()
     out = middleware(failing).wrap_model_call(request_for(conversation(12)), handler)
@@ -210,9 +210,17 @@ def test_one_pipeline_serves_every_system_prompt() -> None:
     """Budgets differ with the system prompt; the pipeline (and its breaker) does not."""
     mw = middleware()
     handler = Handler()
+    thresholds: list[int | None] = []
+    compress = mw.pipeline.compress
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        thresholds.append(kwargs.get("threshold"))
+        return compress(*args, **kwargs)
+
+    mw.pipeline.compress = spy  # type: ignore[method-assign]
     for system in ("short", "much longer " * 100):
         mw.wrap_model_call(request_for(conversation(12), system=system), handler)
-    assert len(mw._pipelines) == 1
+    assert thresholds == [THRESHOLD, THRESHOLD]
     assert [sent_tokens(r) <= THRESHOLD for r in handler.requests] == [True, True]
 
 
@@ -220,7 +228,7 @@ def test_one_pipeline_serves_every_system_prompt() -> None:
 
 
 def test_fraction_threshold_reads_the_request_model_profile() -> None:
-    mw = ContextPipelineMiddleware(threshold=("fraction", 0.5), tail_budget=TAIL, model="digest")
+    mw = ContextPipelineMiddleware(threshold=("fraction", 0.5), tail_budget=TAIL, model=DIGEST)
     handler = Handler()
     request = request_for(conversation(12), profile={"max_input_tokens": 2 * THRESHOLD})
     mw.wrap_model_call(request, handler)

@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fakes import EchoSummariser, FailingModel
+from fakes import EchoSummarizer, FailingModel
 from invariants import assert_pairs_kept, snapshot
 from langchain_core.language_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
@@ -11,8 +11,9 @@ from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 
 from langchain_context_pipeline import (
     CONDENSED_TAG,
+    DIGEST,
+    CarriedSummary,
     ContextPipeline,
-    RunningSummary,
     estimate_tokens,
     is_pipeline_summary,
 )
@@ -52,25 +53,25 @@ def test_prune_alone_can_be_enough() -> None:
     result = ContextPipeline(threshold=16_000, tail_budget=4000).compress(messages)
     report = result.report
     assert report.stages == ["prune"]
-    assert report.tokens_before > 16_000 >= report.tokens_after == report.tokens_after_prune
-    assert report.briefed > 30
+    assert report.tokens_before > 16_000 >= report.tokens_after == report.prune.tokens_after
+    assert report.prune.briefed > 30
     assert result.messages[3].content.startswith('[bash] "pytest -k case0" -> 1 lines output')
 
 
 def test_condense_when_over_after_pruning() -> None:
     messages = agent_history(steps=60, text=1900)
-    model = EchoSummariser()
+    model = EchoSummarizer()
     result = ContextPipeline(threshold=16_000, tail_budget=4000, model=model).compress(messages)
     report = result.report
     assert report.stages == ["prune", "condense"]
-    assert report.summariser_calls == 1 and report.summary_source == "model"
+    assert report.summarizer_calls == 1 and report.summary_source == "model"
     assert report.tokens_after <= 16_000
-    assert report.condensed > 0
+    assert report.condense.condensed > 0
     assert sum(is_pipeline_summary(m) for m in result.messages) == 1
-    assert result.running_summary is not None
-    assert result.running_summary.through == result.messages[
+    assert result.carried_summary is not None
+    assert result.carried_summary.through == result.messages[
         3
-    ].id or result.running_summary.through.startswith("t")
+    ].id or result.carried_summary.through.startswith("t")
     assert_pairs_kept(messages, result.messages)
 
 
@@ -78,7 +79,7 @@ def test_hard_truncate_without_a_model() -> None:
     messages = agent_history(steps=60, text=1900)
     result = ContextPipeline(threshold=16_000, tail_budget=4000).compress(messages)
     assert result.report.stages == ["prune", "truncate"]
-    assert result.report.dropped > 0
+    assert result.report.truncate.trimmed > 0
     assert estimate_tokens(result.messages) <= 16_000
     assert "earlier messages were removed" in str(result.messages[2].content)
 
@@ -88,7 +89,9 @@ def test_fallback_on_a_throwing_model_keeps_the_budget_and_counts_it() -> None:
     result = ContextPipeline(threshold=16_000, tail_budget=4000, model=FailingModel()).compress(
         messages
     )
-    assert result.report.summariser_failures == 1 and result.report.summary_source == "digest"
+    assert (
+        result.report.condense.summarizer_failures == 1 and result.report.summary_source == "digest"
+    )
     assert estimate_tokens(result.messages) <= 16_000
     assert not any("rate limited" in str(m.content) for m in result.messages)
 
@@ -96,52 +99,46 @@ def test_fallback_on_a_throwing_model_keeps_the_budget_and_counts_it() -> None:
 def test_report_as_dict_is_json_ready() -> None:
     import json
 
-    result = ContextPipeline(threshold=8000, tail_budget=2000, model="digest").compress(
+    result = ContextPipeline(threshold=4000, tail_budget=1000, model=DIGEST).compress(
         agent_history()
     )
+    assert result.report.stages[:2] == ["prune", "condense"]
     data = result.report.as_dict()
     assert json.loads(json.dumps(data)) == data
-    assert set(data) >= {
-        "tokens_before",
-        "tokens_after_prune",
-        "tokens_after_condense",
-        "stages",
-        "briefed",
-        "dropped",
-        "summariser_calls",
-        "summariser_failures",
-    }
+    assert set(data) >= {"threshold", "limit", "tokens_before", "stages", "prune", "condense"}
+    assert set(data["prune"]) >= {"briefed", "tokens_after"}
+    assert set(data["condense"]) >= {"tokens_after", "summarizer_calls", "summarizer_failures"}
 
 
-def test_running_summary_is_reused_without_calling_the_model_again() -> None:
-    model = EchoSummariser()
+def test_carried_summary_is_reused_without_calling_the_model_again() -> None:
+    model = EchoSummarizer()
     pipeline = ContextPipeline(threshold=16_000, tail_budget=4000, model=model)
     history = agent_history(steps=60, text=1900)
     first = pipeline.compress(history)
-    assert len(model.calls) == 1 and first.running_summary is not None
-    data = first.running_summary.to_dict()
-    assert data["tokens"] == estimate_tokens([first.running_summary.message])
-    assert data["through"] == first.running_summary.through
-    stored = RunningSummary.from_dict(data)
+    assert len(model.calls) == 1 and first.carried_summary is not None
+    data = first.carried_summary.to_dict()
+    assert data["tokens"] == estimate_tokens([first.carried_summary.message])
+    assert data["through"] == first.carried_summary.through
+    stored = CarriedSummary.from_dict(data)
     history.append(HumanMessage("one more thing", id="more"))
-    second = pipeline.compress(history, running_summary=stored)
+    second = pipeline.compress(history, carried_summary=stored)
     assert len(model.calls) == 1
     assert second.report.summary_reused
-    assert second.messages[2].content == first.running_summary.message.content
+    assert second.messages[2].content == first.carried_summary.message.content
     assert second.messages[-1].id == "more"
     assert estimate_tokens(second.messages) <= 16_000
 
 
-def test_running_summary_that_does_not_match_is_ignored() -> None:
+def test_carried_summary_that_does_not_match_is_ignored() -> None:
     history = agent_history(steps=2)
-    stale = RunningSummary(HumanMessage(CONDENSED_TAG + "\nold"), through="not-here")
-    result = ContextPipeline().compress(history, running_summary=stale)
+    stale = CarriedSummary(HumanMessage(CONDENSED_TAG + "\nold"), through="not-here")
+    result = ContextPipeline().compress(history, carried_summary=stale)
     assert result.messages is history and not result.report.summary_reused
 
 
-def test_running_summary_from_dict_rejects_garbage() -> None:
+def test_carried_summary_from_dict_rejects_garbage() -> None:
     with pytest.raises(ValueError, match="not a running summary"):
-        RunningSummary.from_dict({"text": "x"})
+        CarriedSummary.from_dict({"text": "x"})
 
 
 def test_accepts_prompt_value_dicts_and_tuples() -> None:
@@ -193,7 +190,7 @@ def test_lcel_chain_prompt_pipeline_model() -> None:
         seen.append(messages)
         return messages
 
-    chain = prompt | ContextPipeline(threshold=8000, tail_budget=2000, model="digest") | spy | model
+    chain = prompt | ContextPipeline(threshold=8000, tail_budget=2000, model=DIGEST) | spy | model
     answer = chain.invoke({"history": agent_history()[1:]})
     assert answer.content == "done"
     assert estimate_tokens(seen[0]) <= 8000
@@ -209,13 +206,13 @@ def test_batch_and_abatch() -> None:
 
 @pytest.mark.parametrize("mode", ["sync", "async"])
 async def test_sync_and_async_compress_agree_except_for_the_model_call(mode: str) -> None:
-    model = EchoSummariser()
+    model = EchoSummarizer()
     pipeline = ContextPipeline(threshold=16_000, tail_budget=4000, model=model)
     history = agent_history(steps=60, text=1900)
     result = pipeline.compress(history) if mode == "sync" else await pipeline.acompress(history)
     summary = next(m for m in result.messages if is_pipeline_summary(m))
     assert str(summary.content).startswith(f"{CONDENSED_TAG}\n{mode}: ")
-    other = ContextPipeline(threshold=16_000, tail_budget=4000, model=EchoSummariser())
+    other = ContextPipeline(threshold=16_000, tail_budget=4000, model=EchoSummarizer())
     twin = await other.acompress(history) if mode == "sync" else other.compress(history)
     strip = [str(m.content).replace("async: ", "").replace("sync: ", "") for m in result.messages]
     assert strip == [
@@ -226,7 +223,7 @@ async def test_sync_and_async_compress_agree_except_for_the_model_call(mode: str
 def test_input_not_mutated_across_all_stages() -> None:
     history = agent_history(steps=60, text=3000)
     before = snapshot(history)
-    ContextPipeline(threshold=8000, tail_budget=2000, model=EchoSummariser()).compress(history)
+    ContextPipeline(threshold=8000, tail_budget=2000, model=EchoSummarizer()).compress(history)
     assert snapshot(history) == before
 
 
@@ -239,7 +236,7 @@ def test_custom_token_counter_is_used_for_the_budget() -> None:
     assert words(out) <= 1000
 
 
-def test_circuit_breaker_stops_calling_a_failing_summariser_then_retries() -> None:
+def test_circuit_breaker_stops_calling_a_failing_summarizer_then_retries() -> None:
     model = FailingModel()
     pipeline = ContextPipeline(
         threshold=16_000, tail_budget=4000, model=model, failure_limit=3, cooldown_calls=2
@@ -247,8 +244,8 @@ def test_circuit_breaker_stops_calling_a_failing_summariser_then_retries() -> No
     history = agent_history(steps=60, text=1900)
     reports = [pipeline.compress(history).report for _ in range(6)]
     assert model.calls == 4  # three failures, two skipped passes, then one retry
-    assert [r.summariser_calls for r in reports] == [1, 1, 1, 0, 0, 1]
-    assert [r.summariser_skipped for r in reports] == [0, 0, 0, 1, 1, 0]
+    assert [r.summarizer_calls for r in reports] == [1, 1, 1, 0, 0, 1]
+    assert [r.condense.summarizer_skipped for r in reports] == [0, 0, 0, 1, 1, 0]
     assert [r.breaker_open for r in reports] == [False, False, True, True, False, False]
     assert all(r.tokens_after <= 16_000 and r.summary_source == "digest" for r in reports)
 
@@ -265,12 +262,12 @@ def test_a_success_resets_the_failure_count() -> None:
     pipeline = ContextPipeline(threshold=16_000, tail_budget=4000, model=flaky, failure_limit=3)
     history = agent_history(steps=60, text=1900)
     reports = [pipeline.compress(history).report for _ in range(6)]
-    assert [r.summariser_calls for r in reports] == [1] * 6
+    assert [r.summarizer_calls for r in reports] == [1] * 6
     assert not any(r.breaker_open for r in reports)
 
 
 def test_no_summary_is_paid_for_when_what_must_be_kept_fills_the_budget() -> None:
-    model = EchoSummariser()
+    model = EchoSummarizer()
     history = agent_history(steps=20)
     history.append(ToolMessage("z" * 200_000, tool_call_id="c19-late"))
     history.insert(-1, AIMessage("", tool_calls=[{"name": "cat", "args": {}, "id": "c19-late"}]))

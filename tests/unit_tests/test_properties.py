@@ -21,7 +21,8 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from langchain_context_pipeline import ContextPipeline, estimate_tokens
+from langchain_context_pipeline import DIGEST, ContextPipeline, estimate_tokens
+from langchain_context_pipeline._units import Split
 
 WORDS = ["alpha", "beta", "src/app.py", "npm test", "FAILED", "ok", "{", "}", "é", "日本", "\n"]
 
@@ -120,7 +121,7 @@ def conversations(draw: st.DrawFn) -> list[BaseMessage]:
     return out
 
 
-def _summariser(size: int, fail: bool) -> Callable[[Sequence[BaseMessage]], str]:
+def _summarizer(size: int, fail: bool) -> Callable[[Sequence[BaseMessage]], str]:
     def summarise(prompt: Sequence[BaseMessage]) -> str:
         if fail:
             raise RuntimeError("boom: provider error text that must not leak")
@@ -139,10 +140,10 @@ def pipelines(draw: st.DrawFn) -> ContextPipeline:
     model_kind = draw(st.sampled_from(["none", "digest", "model", "failing", "huge"]))
     model: Any = {
         "none": None,
-        "digest": "digest",
-        "model": _summariser(draw(st.integers(1, 20_000)), fail=False),
-        "failing": _summariser(10, fail=True),
-        "huge": _summariser(900_000, fail=False),
+        "digest": DIGEST,
+        "model": _summarizer(draw(st.integers(1, 20_000)), fail=False),
+        "failing": _summarizer(10, fail=True),
+        "huge": _summarizer(900_000, fail=False),
     }[model_kind]
     return ContextPipeline(
         threshold=threshold,
@@ -203,7 +204,7 @@ def test_idempotent(messages: list[BaseMessage], pipeline: ContextPipeline) -> N
 @given(conversations(), pipelines())
 def test_pruning_is_a_fixed_point(messages: list[BaseMessage], pipeline: ContextPipeline) -> None:
     """Pruning pruned messages changes nothing, so a growing history keeps its prefix."""
-    pruned, _ = pipeline.pruner.prune(messages, len(messages))
-    again, stats = pipeline.pruner.prune(pruned, len(pruned))
+    pruned, _ = pipeline.pruner.prune(messages, Split.of(messages, 0))
+    again, stats = pipeline.pruner.prune(pruned, Split.of(pruned, 0))
     assert snapshot(again) == snapshot(pruned)
-    assert (stats.briefed, stats.args_trimmed, stats.texts_trimmed) == (0, 0, 0)
+    assert (stats.briefed, stats.args_shortened, stats.texts_shortened) == (0, 0, 0)

@@ -8,6 +8,7 @@ from invariants import snapshot
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_context_pipeline import Pruner
+from langchain_context_pipeline._units import Split
 
 
 def read_call(cid: str = "c1", path: str = "src/app.py") -> dict[str, Any]:
@@ -238,8 +239,8 @@ async def test_sync_and_async_agree(mode: str) -> None:
 def test_repeated_pruning_reuses_results_with_the_same_stats() -> None:
     pruner = Pruner(tail_budget=0)
     messages = history_with_old_read()
-    first, stats1 = pruner.prune(messages, len(messages))
-    second, stats2 = pruner.prune(messages, len(messages))
+    first, stats1 = pruner.prune(messages, Split.of(messages, 0))
+    second, stats2 = pruner.prune(messages, Split.of(messages, 0))
     assert second[3] is first[3]  # remembered, not rebuilt
     assert stats1 == stats2 and stats1.briefed == 1
 
@@ -247,9 +248,9 @@ def test_repeated_pruning_reuses_results_with_the_same_stats() -> None:
 def test_a_message_changed_in_place_is_pruned_again() -> None:
     pruner = Pruner(tail_budget=0)
     messages = history_with_old_read()
-    first, _ = pruner.prune(messages, len(messages))
+    first, _ = pruner.prune(messages, Split.of(messages, 0))
     messages[3].content = "y" * 9_999
-    second, _ = pruner.prune(messages, len(messages))
+    second, _ = pruner.prune(messages, Split.of(messages, 0))
     assert first[3].content == "[read_file] src/app.py (45,210 chars)"
     assert second[3].content == "[read_file] src/app.py (9,999 chars)"
 
@@ -269,8 +270,8 @@ def test_a_different_call_for_the_same_result_is_briefed_again() -> None:
         tool,
         HumanMessage("n"),
     ]
-    assert pruner.prune(one, 4)[0][2].content.startswith("[read_file] a.py")
-    assert pruner.prune(two, 4)[0][2].content.startswith("[read_file] b.py")
+    assert pruner.prune(one, Split.of(one, 0))[0][2].content.startswith("[read_file] a.py")
+    assert pruner.prune(two, Split.of(two, 0))[0][2].content.startswith("[read_file] b.py")
 
 
 def test_the_memo_keeps_no_message_alive() -> None:
@@ -278,7 +279,7 @@ def test_the_memo_keeps_no_message_alive() -> None:
 
     pruner = Pruner(tail_budget=0)
     messages = history_with_old_read()
-    pruner.prune(messages, len(messages))
+    pruner.prune(messages, Split.of(messages, 0))
     assert pruner._memo
     del messages
     gc.collect()

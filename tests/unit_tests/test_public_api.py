@@ -13,20 +13,25 @@ EXPECTED = {
     "ContextPipeline",
     "PruneStats",
     "Pruner",
-    "RunningSummary",
+    "CarriedSummary",
     "TokenCounter",
-    "ToolBrief",
+    "BriefFunction",
     "brief_for",
     "estimate_tokens",
     "hard_truncate",
     "is_pipeline_summary",
     "resolve_token_counter",
     "tiktoken_counter",
+    "PipelineSettings",
+    "PruneSettings",
+    "CondenseSettings",
+    "TruncateStats",
+    "SUMMARY_STATE_KEY",
 }
 
 
 def test_all_is_the_public_api() -> None:
-    assert set(package.__all__) >= EXPECTED
+    assert set(package.__all__) == EXPECTED
     for name in package.__all__:
         assert hasattr(package, name), name
 
