@@ -70,8 +70,8 @@ REAL = [
     ("code", """from pathlib import Path
 
 from langchain_context_pipeline import ContextPipeline
+from langchain_context_pipeline.cli.transcripts import load_transcript
 from langchain_context_pipeline.replay import replay
-from langchain_context_pipeline.transcripts import load_transcript
 
 examples = Path("..") / "examples" / "transcripts"
 messages, fmt = load_transcript(examples / "minisweagent_pvlib-1707_deepseek.json")

@@ -10,12 +10,12 @@ import pytest
 from langchain_core.messages import messages_to_dict
 
 from langchain_context_pipeline.cli import main
-from langchain_context_pipeline.tokens import estimate_tokens
-from langchain_context_pipeline.transcripts import (
+from langchain_context_pipeline.cli.transcripts import (
     dump_transcript,
     load_transcript,
     parse_transcript,
 )
+from langchain_context_pipeline.tokens import estimate_tokens
 
 DATA = Path(__file__).parents[1] / "data" / "transcripts"
 PVLIB = DATA / "minisweagent_pvlib-1707_deepseek.json"

@@ -15,7 +15,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from langchain_context_pipeline.transcripts import (
+from langchain_context_pipeline.cli.transcripts import (
     TranscriptError,
     TranscriptFormat,
     dump_transcript,

@@ -20,13 +20,13 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn, TextIO
 
-from langchain_context_pipeline.pipeline import CompressionReport, ContextPipeline
-from langchain_context_pipeline.replay import replay
-from langchain_context_pipeline.transcripts import (
+from langchain_context_pipeline.cli.transcripts import (
     TranscriptError,
     dump_transcript,
     load_transcript,
 )
+from langchain_context_pipeline.pipeline import CompressionReport, ContextPipeline
+from langchain_context_pipeline.replay import replay
 
 __all__ = ["main"]
 
