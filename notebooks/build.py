@@ -15,7 +15,11 @@ HERE = Path(__file__).parent
 
 def write(name: str, cells: list[tuple[str, str]]) -> None:
     nb = new_notebook(
-        cells=[new_markdown_cell(src) if kind == "md" else new_code_cell(src) for kind, src in cells],
+        # Stable cell ids, so a rebuild changes only what the cells say.
+        cells=[
+            (new_markdown_cell if kind == "md" else new_code_cell)(src, id=f"{name[:2]}-{i:02d}")
+            for i, (kind, src) in enumerate(cells)
+        ],
         metadata={"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
     )
     nbformat.write(nb, HERE / f"{name}.ipynb")
@@ -70,8 +74,8 @@ REAL = [
     ("code", """from pathlib import Path
 
 from langchain_context_pipeline import DIGEST, ContextPipeline
+from langchain_context_pipeline.cli.transcripts import load_transcript
 from langchain_context_pipeline.replay import replay
-from langchain_context_pipeline.transcripts import load_transcript
 
 examples = Path("..") / "examples" / "transcripts"
 messages, fmt = load_transcript(examples / "minisweagent_pvlib-1707_deepseek.json")
@@ -172,7 +176,7 @@ for step, request in enumerate(model.seen):
     summary = any(is_pipeline_summary(m) for m in request)
     print(f"{step:>4}  {estimate_tokens(request):>6}  {len(request):>8}  {'yes' if summary else '-'}")
 assert max(estimate_tokens(r) for r in model.seen) <= 8000"""),
-    ("md", "## Nothing is lost\n\nThe checkpoint holds every message; the running summary sits in the `context_pipeline_summary` state key."),
+    ("md", "## Nothing is lost\n\nThe checkpoint holds every message; the carried summary sits in the `context_pipeline_summary` state key."),
     ("code", """state = agent.get_state(config).values
 print(len(state["messages"]), "messages in the checkpoint;", estimate_tokens(state["messages"]), "tokens")
 print(state["context_pipeline_summary"]["text"][:200])"""),

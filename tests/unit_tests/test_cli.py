@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import ast
 import io
 import json
 import subprocess
@@ -10,12 +11,12 @@ import pytest
 from langchain_core.messages import messages_to_dict
 
 from langchain_context_pipeline.cli import main
-from langchain_context_pipeline.tokens import estimate_tokens
-from langchain_context_pipeline.transcripts import (
+from langchain_context_pipeline.cli.transcripts import (
     dump_transcript,
     load_transcript,
     parse_transcript,
 )
+from langchain_context_pipeline.tokens import estimate_tokens
 
 DATA = Path(__file__).parents[1] / "data" / "transcripts"
 PVLIB = DATA / "minisweagent_pvlib-1707_deepseek.json"
@@ -60,9 +61,37 @@ def test_report_table_and_total() -> None:
     files = sorted(str(p) for p in DATA.glob("*.json"))[:3]
     code, out, err = run("report", *files, "--threshold", "16000")
     assert code == 0
-    assert "TOTAL" in out and "briefs" in out and "dropped" in out
+    assert "TOTAL" in out and "briefs" in out and "trimmed" in out
     assert err.count("/3") >= 3  # the progress bar reached every file
     assert out.strip().splitlines()[-1].startswith("saved ")
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_report_progress_bar_on_a_terminal() -> None:
+    files = sorted(str(p) for p in DATA.glob("*.json"))[:2]
+    out, err = io.StringIO(), Terminal()
+    assert main(["report", *files, "--threshold", "16000"], stdout=out, stderr=err) == 0
+    assert "2/2" in err.getvalue() and "\x1b[" in err.getvalue()  # drawn live, by rich
+    assert "\x1b[" not in out.getvalue()  # stdout is not a terminal: plain text
+    assert "TOTAL" in out.getvalue()
+
+
+def test_report_prints_the_tail_the_library_chose() -> None:
+    # regression: the command line computed threshold // 4 (16,000) itself, while
+    # ContextPipeline defaults to min(8000, threshold // 4)
+    code, out, _ = run("report", str(PVLIB), "--threshold", "64000")
+    assert code == 0
+    assert out.splitlines()[0].startswith("threshold 64,000 tokens, tail 8,000,")
+
+
+def test_report_passes_a_given_tail_budget() -> None:
+    code, out, _ = run("report", str(PVLIB), "--threshold", "64000", "--tail-budget", "16000")
+    assert code == 0
+    assert out.splitlines()[0].startswith("threshold 64,000 tokens, tail 16,000,")
 
 
 def test_report_json() -> None:
@@ -194,3 +223,18 @@ def test_unwritable_output(tmp_path: Path) -> None:
 def test_unwritable_plot(tmp_path: Path) -> None:
     target = tmp_path / "no" / "such" / "plot.png"
     assert_user_error(*run("replay", str(PVLIB), "--plot", str(target))[::2], "cannot write")
+
+
+def test_core_modules_do_not_import_the_cli() -> None:
+    package = Path(__file__).parents[2] / "langchain_context_pipeline"
+    core = [path for path in package.glob("*.py") if path.name != "__main__.py"]
+    assert len(core) > 10
+    for path in core:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom):
+                names = [node.module or ""] + [f"{node.module}.{a.name}" for a in node.names]
+            elif isinstance(node, ast.Import):
+                names = [a.name for a in node.names]
+            else:
+                continue
+            assert not any(n.startswith("langchain_context_pipeline.cli") for n in names), path.name

@@ -12,7 +12,7 @@ import langchain_context_pipeline as package
 
 MODULES = sorted(
     name
-    for _, name, _ in pkgutil.iter_modules(package.__path__, prefix=f"{package.__name__}.")
+    for _, name, _ in pkgutil.walk_packages(package.__path__, prefix=f"{package.__name__}.")
     if not name.endswith("__main__")
 )
 

@@ -10,7 +10,7 @@ from fakes import EchoSummarizer
 from invariants import assert_last_kept, assert_pairs_kept, assert_systems_kept, snapshot
 
 from langchain_context_pipeline import DIGEST, ContextPipeline, estimate_tokens
-from langchain_context_pipeline.transcripts import load_transcript
+from langchain_context_pipeline.cli.transcripts import load_transcript
 
 TRANSCRIPTS = sorted((Path(__file__).parents[1] / "data" / "transcripts").glob("*.json"))
 

@@ -15,7 +15,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from langchain_context_pipeline.transcripts import (
+from langchain_context_pipeline.cli.transcripts import (
     TranscriptError,
     TranscriptFormat,
     dump_transcript,
@@ -381,7 +381,45 @@ def test_error_unknown_role_names_its_index(tmp_path: Path) -> None:
     path.write_text(json.dumps([USER, {"role": "robot", "content": "beep"}]), encoding="utf-8")
     err = load_error(path)
     assert_one_line_error(err, path, "message 1")
-    assert 'got "robot"' in str(err)
+    # langchain-core's own wording, which lists the roles it accepts
+    assert "Unexpected message type: 'robot'. Use one of 'human'" in str(err)
+
+
+@pytest.mark.parametrize(
+    ("item", "detail"),
+    [
+        # langchain-core accepts these; a transcript must not
+        ({"role": "remove", "content": "", "id": "m1"}, "RemoveMessage"),
+        ({"role": "user", "content": 0}, '"content" as a string'),
+        ({"role": "user", "content": False}, "got a boolean"),
+        ({"role": "user", "content": "hi", "tool_calls": []}, "only in assistant messages"),
+    ],
+)
+def test_error_what_langchain_core_accepts_but_a_transcript_must_not(
+    item: dict[str, Any], detail: str, tmp_path: Path
+) -> None:
+    path = tmp_path / "odd.json"
+    path.write_text(json.dumps([USER, item]), encoding="utf-8")
+    err = load_error(path)
+    assert_one_line_error(err, path, "message 1")
+    assert detail in str(err)
+
+
+def test_error_langchain_dict_remove_message(tmp_path: Path) -> None:
+    path = tmp_path / "lc.json"
+    path.write_text(json.dumps([{"type": "remove", "data": {"id": "m1", "content": ""}}]), "utf-8")
+    err = load_error(path)
+    assert_one_line_error(err, path, "message 0")
+    assert "RemoveMessage" in str(err)
+
+
+def test_error_from_langchain_core_is_short(tmp_path: Path) -> None:
+    # convert_to_messages quotes the whole message dict when "content" is missing
+    path = tmp_path / "long.json"
+    path.write_text(json.dumps([{"role": "user", "name": "x" * 5000}]), encoding="utf-8")
+    err = load_error(path)
+    assert_one_line_error(err, path, "message 0")
+    assert "'content'" in str(err) and len(err.problem) < 250
 
 
 @pytest.mark.parametrize(
