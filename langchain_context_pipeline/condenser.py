@@ -10,7 +10,6 @@ reaches the history.
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import logging
 from collections.abc import Mapping, Sequence
@@ -47,7 +46,7 @@ from langchain_context_pipeline.marks import (
     pipeline_source,
     summary_text,
 )
-from langchain_context_pipeline.settings import CondenseSettings
+from langchain_context_pipeline.settings import CondenseSettings, override
 from langchain_context_pipeline.tokens import message_text, resolve_token_counter
 
 __all__ = ["CondenseStats", "Condenser"]
@@ -189,14 +188,9 @@ class Condenser(MessagesRunnable):
         """
         check_int("head_count", head_count)
         check_int("tail_budget", tail_budget)
-        settings = settings or CondenseSettings()
-        if keywords:
-            known = {f.name for f in dataclasses.fields(CondenseSettings)}
-            unknown = sorted(set(keywords) - known)
-            if unknown:
-                raise TypeError(f"unknown Condenser setting(s) {unknown}; known: {sorted(known)}")
-            settings = dataclasses.replace(settings, **keywords)
-        self.settings = settings
+        self.settings: CondenseSettings = override(
+            settings or CondenseSettings(), "Condenser", keywords
+        )
         self.model: SummaryModel | None = resolve_summarizer(model)
         # Normalised once: every kind of summarizer is then called the same way.
         self._runnable = None if self.model is None else coerce_to_runnable(self.model)
@@ -204,7 +198,7 @@ class Condenser(MessagesRunnable):
         self.tail_budget = tail_budget
         self.token_counter = resolve_token_counter(token_counter)
         self.briefs = dict(briefs or {})
-        self.breaker = CircuitBreaker(settings.failure_limit, settings.cooldown_calls)
+        self.breaker = CircuitBreaker(self.settings.failure_limit, self.settings.cooldown_calls)
 
     # -- planning (shared by sync and async) ---------------------------------------
 

@@ -15,7 +15,6 @@ are never mutated: changed messages are copies that keep their ids and metadata.
 
 from __future__ import annotations
 
-import dataclasses
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -31,7 +30,7 @@ from langchain_context_pipeline._trim import cut_middle, replace_text, with_cut_
 from langchain_context_pipeline._units import Split
 from langchain_context_pipeline.briefs import brief_for
 from langchain_context_pipeline.marks import METADATA_KEY
-from langchain_context_pipeline.settings import PruneSettings
+from langchain_context_pipeline.settings import PruneSettings, override
 from langchain_context_pipeline.tokens import IMAGE_TOKENS, count_images, message_text
 
 __all__ = ["PruneStats", "Pruner"]
@@ -129,14 +128,7 @@ class Pruner(MessagesRunnable):
         from langchain_context_pipeline.tokens import resolve_token_counter
 
         check_int("tail_budget", tail_budget)
-        settings = settings or PruneSettings()
-        if keywords:
-            known = {f.name for f in dataclasses.fields(PruneSettings)}
-            unknown = sorted(set(keywords) - known)
-            if unknown:
-                raise TypeError(f"unknown Pruner setting(s) {unknown}; known: {sorted(known)}")
-            settings = dataclasses.replace(settings, **keywords)
-        self.settings = settings
+        self.settings: PruneSettings = override(settings or PruneSettings(), "Pruner", keywords)
         self.tail_budget = tail_budget
         self.token_counter = resolve_token_counter(token_counter)
         self._memo: dict[int, _Pruned] = {}

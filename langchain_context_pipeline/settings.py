@@ -17,7 +17,9 @@ from typing import Any
 from langchain_context_pipeline._checks import check_int
 from langchain_context_pipeline.briefs import BriefFunction
 
-__all__ = ["CondenseSettings", "PipelineSettings", "PruneSettings"]
+__all__ = ["CondenseSettings", "PipelineSettings", "PruneSettings", "override"]
+
+_Settings = Any
 
 MARKER_ROOM = 40
 """Characters an assistant text's cut needs for its marker."""
@@ -226,3 +228,18 @@ class PipelineSettings:
         if threshold == self.threshold:
             return self
         return PipelineSettings.from_keywords(self, threshold=threshold)
+
+
+def override(settings: _Settings, owner: str, keywords: Mapping[str, Any]) -> _Settings:
+    """Return stage ``settings`` with ``keywords`` replacing fields of the same name.
+
+    Raises:
+        TypeError: naming ``owner`` and each keyword that is not a field.
+    """
+    if not keywords:
+        return settings
+    known = {f.name for f in dataclasses.fields(settings)}
+    unknown = sorted(set(keywords) - known)
+    if unknown:
+        raise TypeError(f"unknown {owner} setting(s) {unknown}; known: {sorted(known)}")
+    return dataclasses.replace(settings, **keywords)

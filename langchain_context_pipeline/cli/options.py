@@ -33,46 +33,32 @@ class UsageError(Exception):
     """A mistake in how the command was called (an option, an output path); exit code 2."""
 
 
+def _whole_number(text: str, minimum: int, expected: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = minimum - 1
+    if value < minimum:
+        raise argparse.ArgumentTypeError(f"expected {expected}, got {text!r}")
+    return value
+
+
 def positive_int(text: str) -> int:
     """Parse an option's value as a whole number of at least 1.
-
-    Args:
-        text: The value as typed.
-
-    Returns:
-        The number.
 
     Raises:
         argparse.ArgumentTypeError: If it is not one.
     """
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive whole number, got {text!r}")
-    return value
+    return _whole_number(text, 1, "a positive whole number")
 
 
 def count(text: str) -> int:
     """Parse an option's value as a whole number of at least 0.
 
-    Args:
-        text: The value as typed.
-
-    Returns:
-        The number.
-
     Raises:
         argparse.ArgumentTypeError: If it is not one.
     """
-    try:
-        value = int(text)
-    except ValueError:
-        value = -1
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"expected a whole number >= 0, got {text!r}")
-    return value
+    return _whole_number(text, 0, "a whole number >= 0")
 
 
 def add_pipeline_options(parser: argparse.ArgumentParser) -> None:
