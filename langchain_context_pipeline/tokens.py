@@ -68,6 +68,8 @@ def tool_call_ids(message: BaseMessage) -> list[str]:
 
 def message_text(message: BaseMessage) -> str:
     """Return the plain text of a message: its string content or its text blocks joined."""
+    # Not ``BaseMessage.text``: it joins text blocks with no separator, so two blocks
+    # ("ok", "done") would read as "okdone" in briefs, cuts and the summarizer's transcript.
     content = message.content
     if isinstance(content, str):
         return content
