@@ -96,6 +96,10 @@ _MARGIN_PER_SQRT_BYTE = 0.6
 _PER_CLASS_CHANGE = 0.48
 _PER_UPPERCASE = 0.13
 _PER_CASE_RISE = 1.94  # a lowercase then an uppercase letter: camelCase, base64
+# A letter repeated three times or more ("zzzz...", filler, padding): most letters
+# tokenize at two per token in long runs, where the letter-run count charges 0.13.
+_PER_REPEATED_LETTER = 0.4
+_NOT_LETTER = bytes(0 if 65 <= b <= 90 or 97 <= b <= 122 else 1 for b in range(256))
 
 # Weighted counts of patterns in the class string (non-overlapping, as bytes.count).
 _ASCII_WEIGHTS: tuple[tuple[bytes, float], ...] = (
@@ -126,6 +130,18 @@ _MEMO_SIZE = 4096
 """Strings remembered. Each pins its string; agents re-count the same few hundred."""
 
 
+def _repeated_letters(data: bytes, size: int) -> int:
+    """Count the letters equal to the two before them (C-speed, as class changes)."""
+    if size < 3:
+        return 0
+    whole = int.from_bytes(data, "little")
+    step1 = int.from_bytes(data[1:], "little") ^ (whole & ((1 << (8 * (size - 1))) - 1))
+    step2 = int.from_bytes(data[2:], "little") ^ (whole & ((1 << (8 * (size - 2))) - 1))
+    other = int.from_bytes(data[2:].translate(_NOT_LETTER), "little")
+    mixed = (step1 >> 8) | step2 | other
+    return mixed.to_bytes(size - 2, "little").count(0)
+
+
 def _estimate(text: str) -> int:
     data = text.encode("utf-8", "surrogatepass")
     size = len(data)
@@ -133,11 +149,13 @@ def _estimate(text: str) -> int:
     shifted = int.from_bytes(classes[1:], "little") ^ int.from_bytes(classes[:-1], "little")
     changes = size - 1 - shifted.to_bytes(size - 1, "little").count(0)
     cases = data.translate(_CASES)
+    repeats = _repeated_letters(data, size)
     cost = (
         _PER_STRING
         + _PER_CLASS_CHANGE * changes
         + _PER_UPPERCASE * cases.count(b"A")
         + _PER_CASE_RISE * cases.count(b"aA")
+        + _PER_REPEATED_LETTER * repeats
     )
     for pattern, weight in _ASCII_WEIGHTS:
         cost += weight * classes.count(pattern)

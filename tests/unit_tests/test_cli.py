@@ -33,7 +33,7 @@ def test_compress_to_stdout_keeps_the_format_and_the_budget() -> None:
     assert code == 0
     messages = json.loads(out)
     assert messages[0]["role"] == "system"
-    assert f"{PVLIB}: 37,371 -> " in err and "stages: prune, condense" in err
+    assert f"{PVLIB}: 64,083 -> " in err and "stages: prune, condense" in err
     loaded, fmt = load_transcript(PVLIB)
     compressed, fmt_out = parse_transcript(out)
     assert fmt_out == fmt == "openai"
@@ -99,8 +99,8 @@ def test_report_json() -> None:
     assert code == 0
     data = json.loads(out)
     (row,) = data["files"]
-    assert row["tokens_before"] == 37_371 and row["after_prune"] < row["tokens_before"]
-    assert data["total"]["tokens_before"] == 37_371
+    assert row["tokens_before"] == 64_083 and row["after_prune"] < row["tokens_before"]
+    assert data["total"]["tokens_before"] == 64_083
 
 
 def test_replay_with_plot(tmp_path: Path) -> None:

@@ -36,13 +36,18 @@ THRESHOLD = 6000
 TAIL = 2000
 
 
+# Filler that the estimate charges about as ceil(chars / 4) did.
+_PROSE = "The quick brown fox (No. 7) jumps over the lazy dog; " * 60
+_TOOL_TEXT = "lorem ipsum dolor sit amet " * 150
+
+
 def conversation(steps: int, start: int = 0) -> list[BaseMessage]:
     """A task, then ``steps`` tool steps whose texts pruning cannot shrink."""
     messages: list[BaseMessage] = [HumanMessage("Find the bug.", id="task")] if start == 0 else []
     for i in range(start, start + steps):
         call = {"name": "read_file", "args": {"path": f"src/m{i}.py"}, "id": f"c{i}"}
-        messages.append(AIMessage(f"step {i} " + "x" * 1900, tool_calls=[call], id=f"a{i}"))
-        messages.append(ToolMessage("y" * 3000, tool_call_id=f"c{i}", id=f"t{i}"))
+        messages.append(AIMessage(f"step {i} " + _PROSE[:1900], tool_calls=[call], id=f"a{i}"))
+        messages.append(ToolMessage(_TOOL_TEXT[:3000], tool_call_id=f"c{i}", id=f"t{i}"))
     return messages
 
 

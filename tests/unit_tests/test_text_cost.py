@@ -200,3 +200,15 @@ def test_generated_mixtures_never_below_cl100k_or_o200k(text: str) -> None:
     estimate = text_tokens(text)
     assert estimate >= TOKENIZERS["cl100k_base"](text)
     assert estimate >= TOKENIZERS["o200k_base"](text)
+
+
+@pytest.mark.parametrize("letter", ["q", "z", "y", "A", "e"])
+def test_repeated_letters_are_not_undercounted(letter: str) -> None:
+    # Most letters tokenize at two per token in long runs ("zz" is a token, "zzzz"
+    # is not): before the repeated-letter charge, "z" * 4000 was estimated at 574
+    # tokens against 2000 by every tokenizer.
+    for length in (3, 10, 100, 4000):
+        text = letter * length
+        estimate = text_tokens(text)
+        for tokenizer, count in TOKENIZERS.items():
+            assert estimate >= count(text), f"{letter!r}*{length}: {estimate} < {tokenizer}"

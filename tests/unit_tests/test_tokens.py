@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import math
 from typing import Any
 
 import pytest
@@ -9,13 +8,21 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
 from langchain_context_pipeline import estimate_tokens, resolve_token_counter, tiktoken_counter
-from langchain_context_pipeline.tokens import IMAGE_TOKENS
+from langchain_context_pipeline._text_cost import text_tokens
+from langchain_context_pipeline.tokens import (
+    FILE_TOKENS,
+    IMAGE_TOKENS,
+    countable_parts,
+    counting_model,
+    reset_counting_model,
+)
 
 
-def test_chars_over_four_plus_four_per_message() -> None:
-    assert estimate_tokens([HumanMessage("x" * 10)]) == math.ceil(10 / 4) + 4
+def test_text_estimate_plus_four_per_message() -> None:
+    assert estimate_tokens([HumanMessage("x" * 10)]) == text_tokens("x" * 10) + 4
     assert estimate_tokens([HumanMessage("")]) == 4
-    assert estimate_tokens([HumanMessage("abcd"), HumanMessage("abcde")]) == (1 + 4) + (2 + 4)
+    two = [HumanMessage("abcd"), HumanMessage("abcde")]
+    assert estimate_tokens(two) == text_tokens("abcd") + 4 + text_tokens("abcde") + 4
 
 
 def test_empty_list_costs_nothing() -> None:
@@ -25,11 +32,11 @@ def test_empty_list_costs_nothing() -> None:
 def test_image_block_counts_1600() -> None:
     image = {"type": "image_url", "image_url": {"url": "data:image/png;base64," + "A" * 90_000}}
     message = HumanMessage([{"type": "text", "text": "look"}, image])
-    assert estimate_tokens([message]) == 1 + 4 + IMAGE_TOKENS
+    assert estimate_tokens([message]) == text_tokens("look") + 4 + IMAGE_TOKENS
 
 
 def test_tool_calls_count_the_same_for_string_and_block_content() -> None:
-    call = {"name": "write_file", "args": {"path": "a.py", "content": "y" * 4000}, "id": "c1"}
+    call = {"name": "write_file", "args": {"path": "a.py", "content": "y = 1\n" * 800}, "id": "c1"}
     as_string = AIMessage("", tool_calls=[call])
     as_blocks = AIMessage(
         [{"type": "tool_use", "id": "c1", "name": "write_file", "input": call["args"]}],
@@ -40,7 +47,7 @@ def test_tool_calls_count_the_same_for_string_and_block_content() -> None:
 
 
 def test_block_content_with_tool_calls_not_undercounted_like_langchain_core() -> None:
-    call = {"name": "write_file", "args": {"content": "y" * 8000}, "id": "c1"}
+    call = {"name": "write_file", "args": {"content": "y = 1\n" * 1600}, "id": "c1"}
     message = AIMessage([{"type": "text", "text": "writing"}], tool_calls=[call])
     ours = estimate_tokens([message])
     assert ours >= 2000
@@ -94,3 +101,91 @@ def test_tiktoken_counter_counts_tool_calls_and_images() -> None:
     assert count([AIMessage("", tool_calls=[call])]) > plain + 50
     image = {"type": "image_url", "image_url": {"url": "data:,"}}
     assert count([HumanMessage([image])]) == 4 + IMAGE_TOKENS
+
+
+# -- every counter counts every block kind ------------------------------------------
+
+_THINKING = "Let me weigh the options for the migration step by step. " * 1400  # ~80k chars
+_BLOCK_MESSAGES = {
+    "thinking": AIMessage(
+        [{"type": "thinking", "thinking": _THINKING, "signature": "sig"}, "done"]
+    ),
+    "redacted_thinking": AIMessage([{"type": "redacted_thinking", "data": _THINKING}]),
+    "reasoning": AIMessage(
+        [{"type": "reasoning", "summary": [{"type": "summary_text", "text": _THINKING}]}]
+    ),
+    "v1_reasoning": AIMessage([{"type": "reasoning", "reasoning": _THINKING}]),
+    "tool_use": AIMessage(
+        [{"type": "tool_use", "id": "u1", "name": "w", "input": {"t": _THINKING}}]
+    ),
+    "function_call": AIMessage(
+        [{"type": "function_call", "call_id": "f", "name": "w", "arguments": _THINKING}]
+    ),
+    "tool_result": HumanMessage(
+        [
+            {
+                "type": "tool_result",
+                "tool_use_id": "u1",
+                "content": [{"type": "text", "text": _THINKING}],
+            }
+        ]
+    ),
+    "json": HumanMessage([{"type": "json", "json": {"notes": _THINKING}}]),
+    "text_document": HumanMessage(
+        [
+            {
+                "type": "document",
+                "source": {"type": "text", "media_type": "text/plain", "data": _THINKING},
+            }
+        ]
+    ),
+    "invalid_tool_call": AIMessage(
+        "", invalid_tool_calls=[{"name": "w", "args": _THINKING, "id": "b", "error": None}]
+    ),
+}
+
+
+class CharsOverFourModel(GenericFakeChatModel):
+    """A model whose own counter reads string content only, as most do."""
+
+    def get_num_tokens_from_messages(self, messages: Any, tools: Any = None) -> int:
+        return sum(len(m.content) // 4 + 3 for m in messages if isinstance(m.content, str))
+
+
+@pytest.mark.parametrize("kind", sorted(_BLOCK_MESSAGES))
+@pytest.mark.parametrize("counter", ["estimate", "tiktoken", "model"])
+def test_every_counter_counts_every_block_kind(kind: str, counter: str) -> None:
+    # Regression (issue 10, item 3): tiktoken_counter read text blocks only, so an
+    # 80,000-char Anthropic thinking block counted 5 tokens.
+    count = (
+        resolve_token_counter(CharsOverFourModel(messages=iter([])))
+        if counter == "model"
+        else resolve_token_counter(counter)
+    )
+    tokens = count([_BLOCK_MESSAGES[kind]])
+    assert tokens >= 14_000, f"{kind} by {counter}: {tokens}"
+
+
+def test_binary_file_blocks_cost_a_fixed_amount() -> None:
+    pdf = {"type": "file", "base64": "JVBERi0" * 100_000, "mime_type": "application/pdf"}
+    message = HumanMessage([{"type": "text", "text": "read this"}, pdf])
+    assert estimate_tokens([message]) == text_tokens("read this") + 4 + FILE_TOKENS
+    assert countable_parts(message) == (["read this"], FILE_TOKENS)
+
+
+def test_a_tool_call_in_both_places_counts_once() -> None:
+    call = {"name": "w", "args": {"t": "x = 1\n" * 500}, "id": "u1"}
+    block = {"type": "tool_use", "id": "u1", "name": "w", "input": call["args"]}
+    texts, _ = countable_parts(AIMessage([block], tool_calls=[call]))
+    assert len(texts) == 1
+
+
+def test_model_counter_by_name_needs_a_model_for_the_call() -> None:
+    count = resolve_token_counter("model")
+    with pytest.raises(RuntimeError, match="agent's model"):
+        count([HumanMessage("hi")])
+    token = counting_model(CharsOverFourModel(messages=iter([])))
+    try:
+        assert count([HumanMessage("x" * 40)]) == 13
+    finally:
+        reset_counting_model(token)
