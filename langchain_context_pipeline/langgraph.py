@@ -26,6 +26,7 @@ users who want the summary in a typed key of their own schema.
 from __future__ import annotations
 
 import functools
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal, cast
 
@@ -42,6 +43,11 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "pip install 'langchain-context-pipeline[langgraph]'"
     ) from exc
 
+from langchain_context_pipeline.calibration import (
+    CALIBRATION_STATE_KEY,
+    Calibration,
+    model_identity,
+)
 from langchain_context_pipeline.carried import SUMMARY_STATE_KEY, CarriedSummary
 from langchain_context_pipeline.pipeline import ContextPipeline
 from langchain_context_pipeline.report import CompressionResult
@@ -66,6 +72,8 @@ agent middleware uses the same key."""
 HookMode = Literal["ephemeral", "persist"]
 """``"ephemeral"``: compress what the model sees; ``"persist"``: rewrite ``messages``."""
 
+
+logger = logging.getLogger("langchain_context_pipeline")
 
 _MODES: tuple[str, ...] = ("ephemeral", "persist")
 _RESERVED_KEYS = frozenset({"messages", "llm_input_messages", "remaining_steps"})
@@ -95,6 +103,8 @@ class ContextPipelineState(TypedDict):
     """Steps left before the recursion limit (managed by LangGraph)."""
     context_pipeline_summary: NotRequired[dict[str, Any] | None]
     """``CarriedSummary.to_dict()`` of the summary carried between turns, or None."""
+    context_pipeline_calibration: NotRequired[dict[str, Any] | None]
+    """The per-thread correction from the provider's reported usage (``Calibration``)."""
 
 
 class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
@@ -106,9 +116,18 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
 
     name: str = "context_pipeline_hook"
 
-    def __init__(self, pipeline: ContextPipeline, *, mode: HookMode, summary_key: str) -> None:
+    def __init__(
+        self,
+        pipeline: ContextPipeline,
+        *,
+        mode: HookMode,
+        summary_key: str,
+        agent_model: Any = None,
+    ) -> None:
         """Wrap ``pipeline``; see :func:`create_pre_model_hook` for the arguments."""
         self.pipeline = pipeline
+        self.agent = model_identity(agent_model) if agent_model is not None else (None, None)
+        self._warned: set[str] = set()
         self.mode: HookMode = mode
         self.summary_key = summary_key
 
@@ -163,15 +182,61 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
             update[self.summary_key] = carried
         return update
 
+    def _calibration(self, state: Any, messages: list[BaseMessage]) -> Calibration:
+        """Read the calibration and learn from the reply to the request last sent."""
+        calibration = Calibration.from_state(_state_value(state, CALIBRATION_STATE_KEY))
+        if calibration.sent <= 0:
+            return calibration
+        start = next((i for i, m in enumerate(messages) if m.id == calibration.after), None)
+        reply = (
+            next(
+                (m for m in messages[(start or 0) + 1 :] if m.type == "ai"),
+                None,
+            )
+            if start is not None
+            else None
+        )
+        observed, ignored = calibration.observe(reply, self.agent)
+        if ignored is not None:
+            key = " ".join(ignored.split(" ", 2)[:2])
+            if key not in self._warned:
+                self._warned.add(key)
+                logger.warning("token calibration: %s; the correction is unchanged", ignored)
+        return observed.sending(0)
+
+    def _sent(
+        self, messages: list[BaseMessage], calibration: Calibration, result: CompressionResult
+    ) -> dict[str, Any]:
+        result.report.correction = calibration.correction
+        after = messages[-1].id if messages else None
+        return calibration.sending(result.report.tokens_after, after).to_dict()
+
+    def _threshold(self, calibration: Calibration) -> int | None:
+        if calibration.correction == 1.0:
+            return None
+        return calibration.budget(self.pipeline.threshold)
+
     def _run(self, state: Any) -> dict[str, Any]:
         messages, stored, carried = self._read(state)
-        result = self.pipeline.compress(messages, carried_summary=carried)
-        return self._update(messages, stored, result)
+        calibration = self._calibration(state, messages)
+        result = self.pipeline.compress(
+            messages, carried_summary=carried, threshold=self._threshold(calibration)
+        )
+        update = self._update(messages, stored, result)
+        if self.mode == "ephemeral":  # persist mode writes only when messages change
+            update[CALIBRATION_STATE_KEY] = self._sent(messages, calibration, result)
+        return update
 
     async def _arun(self, state: Any) -> dict[str, Any]:
         messages, stored, carried = self._read(state)
-        result = await self.pipeline.acompress(messages, carried_summary=carried)
-        return self._update(messages, stored, result)
+        calibration = self._calibration(state, messages)
+        result = await self.pipeline.acompress(
+            messages, carried_summary=carried, threshold=self._threshold(calibration)
+        )
+        update = self._update(messages, stored, result)
+        if self.mode == "ephemeral":  # persist mode writes only when messages change
+            update[CALIBRATION_STATE_KEY] = self._sent(messages, calibration, result)
+        return update
 
     # -- Runnable ----------------------------------------------------------------------
 
@@ -202,6 +267,7 @@ def _hook_class(summary_key: str) -> type[ContextPipelineHook]:
         "messages": list[AnyMessage],
         "llm_input_messages": list[AnyMessage],
         summary_key: dict[str, Any] | None,
+        CALIBRATION_STATE_KEY: dict[str, Any] | None,
     }
     schema = cast(Any, TypedDict)("PreModelHookInput", fields, total=False)
 
@@ -250,10 +316,13 @@ def create_pre_model_hook(
         summary_key: the state key of the carried summary (ephemeral mode).
         threshold: the budget in tokens, or ``("fraction", share)`` of the agent
             model's ``profile["max_input_tokens"]`` (needs ``agent_model``).
-        agent_model: the agent's chat model, needed only for a fraction threshold.
+        agent_model: the agent's chat model: needed for a fraction threshold and for
+            ``token_counter="model"``; with it, calibration ignores usage reported
+            by any other model.
         settings: :class:`PipelineSettings` for the pipeline.
         model: the summarizer (see :class:`ContextPipeline`).
-        token_counter: the token counter (see :class:`ContextPipeline`).
+        token_counter: the token counter (see :class:`ContextPipeline`);
+            ``"model"`` counts with ``agent_model``.
         **keywords: any other :class:`ContextPipeline` setting by name
             (``tail_budget``, ``head_count``, ``tool_output_limit``, ...).
 
@@ -301,5 +370,11 @@ def create_pre_model_hook(
     else:
         if threshold is not None:
             keywords["threshold"] = resolve_threshold(threshold, agent_model)
+        if token_counter == "model":
+            if agent_model is None:
+                raise ValueError("token_counter='model' needs agent_model, the agent's chat model")
+            token_counter = agent_model
         pipeline = ContextPipeline(settings, model=model, token_counter=token_counter, **keywords)
-    return _hook_class(summary_key)(pipeline, mode=mode, summary_key=summary_key)
+    return _hook_class(summary_key)(
+        pipeline, mode=mode, summary_key=summary_key, agent_model=agent_model
+    )

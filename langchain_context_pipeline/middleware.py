@@ -22,11 +22,12 @@ LangGraph hook, it is an entry point and may import ``langgraph``. It needs the
 from __future__ import annotations
 
 import json
+import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any, cast
 
-from langchain_core.messages import AnyMessage, BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage
 from typing_extensions import NotRequired
 
 try:
@@ -45,16 +46,29 @@ except ImportError as exc:
         "pip install 'langchain-context-pipeline[agents]'"
     ) from exc
 
+from langchain_context_pipeline._overflow import overflow_of
+from langchain_context_pipeline.calibration import (
+    CALIBRATION_STATE_KEY,
+    Calibration,
+    model_identity,
+)
 from langchain_context_pipeline.carried import SUMMARY_STATE_KEY, CarriedSummary
 from langchain_context_pipeline.pipeline import ContextPipeline
 from langchain_context_pipeline.report import CompressionResult
 from langchain_context_pipeline.settings import PipelineSettings
 from langchain_context_pipeline.threshold import Threshold, check_threshold, resolve_threshold
-from langchain_context_pipeline.tokens import TokenCounter
+from langchain_context_pipeline.tokens import (
+    TokenCounter,
+    counting_model,
+    model_token_counter,
+    reset_counting_model,
+)
 
 __all__ = ["SUMMARY_STATE_KEY", "ContextPipelineAgentState", "ContextPipelineMiddleware"]
 
 _TOOL_COUNTS_KEPT = 16
+
+logger = logging.getLogger("langchain_context_pipeline")
 
 
 class ContextPipelineAgentState(AgentState[Any]):
@@ -62,6 +76,8 @@ class ContextPipelineAgentState(AgentState[Any]):
 
     context_pipeline_summary: NotRequired[Annotated[dict[str, Any] | None, PrivateStateAttr]]
     """The summary carried between model calls; not part of the agent's input or output."""
+    context_pipeline_calibration: NotRequired[Annotated[dict[str, Any] | None, PrivateStateAttr]]
+    """The per-thread correction from the provider's reported usage (``Calibration``)."""
 
 
 def _tool_schema(tool: Any) -> Any:
@@ -112,7 +128,9 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
             model: the summarizer (a chat model, Runnable, callable or
                 ``"provider:model"`` name), :data:`DIGEST` for the deterministic
                 digest, or ``None`` to prune and truncate only.
-            token_counter: the token counter (see :class:`ContextPipeline`).
+            token_counter: the token counter (see :class:`ContextPipeline`);
+                ``"model"`` counts with each request's model
+                (``get_num_tokens_from_messages``).
             **keywords: any other :class:`ContextPipeline` setting by name
                 (``tail_budget``, ``head_count``, ``tool_output_limit``, ...).
 
@@ -127,11 +145,16 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
             keywords["threshold"] = threshold
         # One pipeline (one circuit breaker); a fraction threshold is resolved per
         # call and passed to ``compress``, which derives the tail from it.
+        self._counts_with_model = token_counter == "model"
         self.pipeline = ContextPipeline(
-            settings, model=model, token_counter=token_counter, **keywords
+            settings,
+            model=model,
+            token_counter=model_token_counter() if self._counts_with_model else token_counter,
+            **keywords,
         )
         self.token_counter: TokenCounter = self.pipeline.token_counter
         self._tool_tokens: OrderedDict[tuple[int, ...], tuple[Sequence[Any], int]] = OrderedDict()
+        self._warned: set[str] = set()
 
     # -- budget ------------------------------------------------------------------------
 
@@ -140,7 +163,7 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
             return 0
         key = tuple(id(t) for t in tools)
         hit = self._tool_tokens.get(key)
-        if hit is not None:
+        if hit is not None and not self._counts_with_model:
             return hit[1]
         schemas = [_tool_schema(t) for t in tools]
         text = json.dumps(schemas, ensure_ascii=False, sort_keys=True, default=str)
@@ -175,16 +198,76 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
             return request
         return request.override(messages=cast(list[AnyMessage], list(result.messages)))
 
-    @staticmethod
     def _response(
-        response: ModelResponse[Any], stored: Any, result: CompressionResult
+        self,
+        response: ModelResponse[Any],
+        stored: Any,
+        result: CompressionResult,
+        calibration: tuple[Any, Calibration],
+        model: Any,
     ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
+        update: dict[str, Any] = {}
         carried = None if result.carried_summary is None else result.carried_summary.to_dict()
-        if carried == (stored if isinstance(stored, Mapping) else None):
+        if carried != (stored if isinstance(stored, Mapping) else None):
+            update[SUMMARY_STATE_KEY] = carried
+        reply = next((m for m in response.result if isinstance(m, AIMessage)), None)
+        stored_calibration, sent = calibration
+        observed, ignored = sent.observe(reply, model_identity(model))
+        if ignored is not None and self._warn_once(ignored):
+            logger.warning("token calibration: %s; the correction is unchanged", ignored)
+        # The reply came back within this call: only the correction is kept.
+        new = observed.sending(0).to_dict()
+        if new != (stored_calibration or Calibration().to_dict()):
+            update[CALIBRATION_STATE_KEY] = new
+        if not update:
             return response
-        return ExtendedModelResponse(
-            model_response=response, command=Command(update={SUMMARY_STATE_KEY: carried})
+        return ExtendedModelResponse(model_response=response, command=Command(update=update))
+
+    def _warn_once(self, reason: str) -> bool:
+        key = " ".join(reason.split(" ", 2)[:2])  # the kind of reason, not its numbers
+        if key in self._warned:
+            return False
+        self._warned.add(key)
+        return True
+
+    # -- calibration and overflow ------------------------------------------------------
+
+    @staticmethod
+    def _calibration(request: ModelRequest[Any]) -> tuple[Any, Calibration]:
+        state = request.state
+        stored = state.get(CALIBRATION_STATE_KEY) if isinstance(state, Mapping) else None
+        return stored, Calibration.from_state(stored)
+
+    def _compress_args(
+        self, request: ModelRequest[Any], calibration: Calibration
+    ) -> tuple[list[BaseMessage], dict[str, Any], int]:
+        threshold, reserved = self._budget(request)
+        messages: list[BaseMessage] = list(request.messages)
+        _, carried = self._carried(request)
+        args = {
+            "carried_summary": carried,
+            "reserved_tokens": reserved,
+            "threshold": calibration.budget(threshold),
+        }
+        return messages, args, reserved
+
+    def _sent(
+        self, result: CompressionResult, reserved: int, calibration: Calibration
+    ) -> Calibration:
+        result.report.correction = calibration.correction
+        return calibration.sending(result.report.tokens_after + reserved)
+
+    @staticmethod
+    def _tightened(error: Exception, calibration: Calibration) -> Calibration | None:
+        overflow = overflow_of(error)
+        if overflow is None:
+            return None
+        logger.warning(
+            "the model rejected the request as too long (%s); retrying once within a "
+            "smaller budget",
+            error,
         )
+        return calibration.after_overflow(overflow.requested, overflow.window)
 
     # -- AgentMiddleware ---------------------------------------------------------------
 
@@ -193,15 +276,34 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         request: ModelRequest[Any],
         handler: Callable[[ModelRequest[Any]], ModelResponse[Any]],
     ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
-        """Compress the request's messages, call the model, keep the carried summary."""
-        threshold, reserved = self._budget(request)
-        stored, carried = self._carried(request)
-        messages: list[BaseMessage] = list(request.messages)
-        result = self.pipeline.compress(
-            messages, carried_summary=carried, reserved_tokens=reserved, threshold=threshold
-        )
-        response = handler(self._request(request, messages, result))
-        return self._response(response, stored, result)
+        """Compress the request's messages, call the model, keep the carried summary.
+
+        A context-length error from the model leads to one retry within a budget
+        tightened by the overshoot it reports; a second one reaches the caller.
+        """
+        stored, _ = self._carried(request)
+        stored_calibration, calibration = self._calibration(request)
+        token = counting_model(request.model) if self._counts_with_model else None
+        try:
+            messages, args, reserved = self._compress_args(request, calibration)
+            result = self.pipeline.compress(messages, **args)
+            sent = self._sent(result, reserved, calibration)
+            try:
+                response = handler(self._request(request, messages, result))
+            except Exception as error:
+                tighter = self._tightened(error, sent)
+                if tighter is None:
+                    raise
+                messages, args, reserved = self._compress_args(request, tighter)
+                if result.carried_summary is not None:  # the summary is not paid for twice
+                    args["carried_summary"] = result.carried_summary
+                result = self.pipeline.compress(messages, **args)
+                sent = self._sent(result, reserved, tighter)
+                response = handler(self._request(request, messages, result))
+        finally:
+            if token is not None:
+                reset_counting_model(token)
+        return self._response(response, stored, result, (stored_calibration, sent), request.model)
 
     async def awrap_model_call(
         self,
@@ -209,11 +311,26 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
         """Async :meth:`wrap_model_call`: the summarizer is awaited."""
-        threshold, reserved = self._budget(request)
-        stored, carried = self._carried(request)
-        messages: list[BaseMessage] = list(request.messages)
-        result = await self.pipeline.acompress(
-            messages, carried_summary=carried, reserved_tokens=reserved, threshold=threshold
-        )
-        response = await handler(self._request(request, messages, result))
-        return self._response(response, stored, result)
+        stored, _ = self._carried(request)
+        stored_calibration, calibration = self._calibration(request)
+        token = counting_model(request.model) if self._counts_with_model else None
+        try:
+            messages, args, reserved = self._compress_args(request, calibration)
+            result = await self.pipeline.acompress(messages, **args)
+            sent = self._sent(result, reserved, calibration)
+            try:
+                response = await handler(self._request(request, messages, result))
+            except Exception as error:
+                tighter = self._tightened(error, sent)
+                if tighter is None:
+                    raise
+                messages, args, reserved = self._compress_args(request, tighter)
+                if result.carried_summary is not None:  # the summary is not paid for twice
+                    args["carried_summary"] = result.carried_summary
+                result = await self.pipeline.acompress(messages, **args)
+                sent = self._sent(result, reserved, tighter)
+                response = await handler(self._request(request, messages, result))
+        finally:
+            if token is not None:
+                reset_counting_model(token)
+        return self._response(response, stored, result, (stored_calibration, sent), request.model)

@@ -42,6 +42,10 @@ class CompressionReport:
     """What hard truncation removed or cut, if it ran."""
     breaker_open: bool = False
     """Whether the summarizer's circuit breaker is open after this pass."""
+    correction: float = 1.0
+    """The calibration applied (provider tokens per counted token; the hook and the
+    middleware set it from the provider's reported usage): ``threshold`` was
+    checked as ``threshold / correction`` counted tokens."""
 
     @property
     def summarizer_calls(self) -> int:

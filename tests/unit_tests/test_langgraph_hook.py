@@ -142,6 +142,8 @@ def test_ephemeral_under_budget_still_writes_llm_input_messages() -> None:
     messages = conversation(1)
     update = hook({"messages": messages})
     # Written on every call (the channel persists), never empty, never the state's own list.
+    # The calibration records what was sent, for the next call to compare with usage.
+    assert update.pop("context_pipeline_calibration")["after"] == messages[-1].id
     assert update == {"llm_input_messages": messages}
     assert update["llm_input_messages"] is not messages
 

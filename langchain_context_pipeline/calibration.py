@@ -1,0 +1,163 @@
+"""Calibration: correct the token count from what the provider reports it charged.
+
+The hook and the middleware know what they sent in each model call, counted by the
+pipeline's counter; the provider's reply carries ``usage_metadata["input_tokens"]``.
+From each such pair a :class:`Calibration` keeps a per-thread ``correction`` (the
+provider's tokens per counted token, with a 3% margin), stored in graph state under
+:data:`CALIBRATION_STATE_KEY` so that it survives restarts and is shared by workers.
+The next call is budgeted with it: the pipeline compresses to
+``threshold / correction`` of its own tokens.
+
+Guards (LangChain's own attempt was reverted for the first): every part of the
+request is counted (the middleware adds the system message and the tool schemas);
+a reply from another provider or model than the agent's, a reply without usage and
+absurd usage (not a positive integer, or more than :data:`MAX_CORRECTION` times off)
+change nothing; the correction stays within [:data:`MIN_CORRECTION`,
+:data:`MAX_CORRECTION`], so it may move down as well as up but a single reply can
+never make the budget more than twice what the content-aware estimate allows.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage
+
+__all__ = [
+    "CALIBRATION_STATE_KEY",
+    "MAX_CORRECTION",
+    "MIN_CORRECTION",
+    "Calibration",
+    "model_identity",
+]
+
+CALIBRATION_STATE_KEY = "context_pipeline_calibration"
+"""The state key of the per-thread calibration (hook and middleware alike)."""
+
+MIN_CORRECTION = 0.5
+"""The lowest correction: the budget never grows past twice the estimate's."""
+MAX_CORRECTION = 4.0
+"""The highest correction; a reported count further off than this is ignored."""
+SAFETY_MARGIN = 1.03
+"""Applied on top of the measured ratio: requests differ a little in their mix."""
+OVERFLOW_TIGHTENING = 1.25
+"""The correction grows by this factor after a context-length error that reports no sizes."""
+
+
+def model_identity(model: Any) -> tuple[str | None, str | None]:
+    """Return ``(provider, model name)`` of a chat model, as LangSmith names them."""
+    try:
+        params = model._get_ls_params()
+    except Exception:  # not a chat model, or one that cannot say
+        return None, None
+    provider = params.get("ls_provider")
+    name = params.get("ls_model_name")
+    return (provider if isinstance(provider, str) else None), (
+        name if isinstance(name, str) else None
+    )
+
+
+def _reply_identity(reply: BaseMessage) -> tuple[str | None, str | None]:
+    meta = reply.response_metadata or {}
+    provider = meta.get("model_provider")
+    name = meta.get("model_name") or meta.get("model")
+    return (provider if isinstance(provider, str) else None), (
+        name if isinstance(name, str) else None
+    )
+
+
+def _same_model(agent: tuple[str | None, str | None], reply: tuple[str | None, str | None]) -> bool:
+    if agent[0] and reply[0] and agent[0].lower() != reply[0].lower():
+        return False
+    # A dated snapshot ("gpt-4o-2024-08-06") answers for its alias ("gpt-4o").
+    return not (
+        agent[1]
+        and reply[1]
+        and not (reply[1].startswith(agent[1]) or agent[1].startswith(reply[1]))
+    )
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The per-thread correction of the token count, and what the last call sent."""
+
+    correction: float = 1.0
+    """Provider tokens per counted token (with the safety margin); 1.0 until measured."""
+    sent: int = 0
+    """Tokens of the last request by the pipeline's counter (all of it), awaiting a reply."""
+    after: str | None = None
+    """Id of the last message of that request: its reply is the first AIMessage after it."""
+    samples: int = 0
+    """Replies that moved the correction."""
+
+    @classmethod
+    def from_state(cls, value: Any) -> Calibration:
+        """Read a calibration from graph state; anything malformed reads as none."""
+        if not isinstance(value, Mapping):
+            return cls()
+        try:
+            correction = float(value.get("correction", 1.0))
+            sent = int(value.get("sent", 0))
+            samples = int(value.get("samples", 0))
+        except (TypeError, ValueError):
+            return cls()
+        after = value.get("after")
+        if not math.isfinite(correction) or not MIN_CORRECTION <= correction <= MAX_CORRECTION:
+            return cls()
+        return cls(correction, max(sent, 0), after if isinstance(after, str) else None, samples)
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON-ready form stored in graph state."""
+        return asdict(self)
+
+    def budget(self, threshold: int) -> int:
+        """Return ``threshold`` in the counter's tokens: ``threshold / correction``."""
+        return max(1, math.floor(threshold / self.correction))
+
+    def sending(self, tokens: int, after: str | None = None) -> Calibration:
+        """Record what this call sends (counted by the pipeline's counter)."""
+        return replace(self, sent=tokens, after=after)
+
+    def observe(
+        self, reply: BaseMessage | None, agent: tuple[str | None, str | None] = (None, None)
+    ) -> tuple[Calibration, str | None]:
+        """Update the correction from the reply to the request last sent.
+
+        Args:
+            reply: the model's reply (its ``usage_metadata`` and ``response_metadata``).
+            agent: the agent model's ``(provider, model name)`` (:func:`model_identity`).
+
+        Returns:
+            The new calibration, and why the reply was ignored (``None`` when used).
+        """
+        if self.sent <= 0:
+            return self, None
+        if not isinstance(reply, AIMessage) or not reply.usage_metadata:
+            return self, "no usage: the model's reply has no usage_metadata"
+        if not _same_model(agent, _reply_identity(reply)):
+            return self, (f"usage from {_reply_identity(reply)} is not the agent model's {agent}")
+        reported = reply.usage_metadata.get("input_tokens")
+        if not isinstance(reported, int) or isinstance(reported, bool) or reported <= 0:
+            return self, f"bad count: reported input_tokens {reported!r} is not positive"
+        ratio = reported / self.sent
+        if not 1 / MAX_CORRECTION <= ratio <= MAX_CORRECTION:
+            return self, (f"reported input_tokens {reported} is absurd for {self.sent} tokens sent")
+        correction = min(max(ratio * SAFETY_MARGIN, MIN_CORRECTION), MAX_CORRECTION)
+        return replace(self, correction=correction, samples=self.samples + 1), None
+
+    def after_overflow(self, requested: int | None, window: int | None) -> Calibration:
+        """Return the correction tightened by a context-length error.
+
+        Args:
+            requested: the tokens the provider counted in the rejected request, if it said.
+            window: the provider's limit, if it said.
+        """
+        if requested and window and self.sent > 0:
+            # The request must shrink by requested / window at least, in our tokens too.
+            needed = self.correction * (requested / window) * SAFETY_MARGIN
+        else:
+            needed = self.correction * OVERFLOW_TIGHTENING
+        return replace(self, correction=min(max(needed, self.correction), MAX_CORRECTION))
