@@ -138,7 +138,8 @@ class Calibration:
         if not isinstance(reply, AIMessage) or not reply.usage_metadata:
             return self, "no usage: the model's reply has no usage_metadata"
         if not _same_model(agent, _reply_identity(reply)):
-            return self, (f"usage from {_reply_identity(reply)} is not the agent model's {agent}")
+            source = _reply_identity(reply)
+            return self, f"other model: usage from {source}, not the agent's {agent}"
         reported = reply.usage_metadata.get("input_tokens")
         if not isinstance(reported, int) or isinstance(reported, bool) or reported <= 0:
             return self, f"bad count: reported input_tokens {reported!r} is not positive"

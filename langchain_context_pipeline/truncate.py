@@ -80,9 +80,7 @@ def _shrink(message: BaseMessage, excess: int, meter: Meter) -> BaseMessage:
         blocks = [b for b in content if isinstance(b, dict) and b.get("type") in _KEEP_BLOCKS]
         others = [b for b in blocks if b.get("type") != "text"]
         content = others
-    # As many chars as the target's share of the tokens (content-aware: dense
-    # scripts lose fewer chars per token than English).
-    keep = max(len(text) * max(target, 0) // max(meter.one(message), 1) - 64, 0)
+    keep = max(len(text) - excess * 4 - 64, 0)
     while True:
         cut = cut_middle(text, keep * 2 // 3, keep // 3)
         if isinstance(content, str):
