@@ -54,8 +54,8 @@ MUTANTS = [
     (
         "idempotence: under budget, a copy comes back",
         "pipeline.py",
-        "return CompressionResult(work, report, running if report.summary_reused",
-        "return CompressionResult(list(work), report, running if report.summary_reused",
+        "return CompressionResult(work, report, carried if report.summary_reused",
+        "return CompressionResult(list(work), report, carried if report.summary_reused",
         "test_idempotent",
     ),
     (
