@@ -260,7 +260,10 @@ class ContextPipeline(MessagesRunnable):
         if counts is not None:
             meter.seed(messages, counts)
 
-        where = where.with_tail(work, tail, meter)
+        # Hysteresis: cuts move only at checkpoints (1 - low_water) x limit apart, so
+        # after a compaction the next turns append to an unchanged prefix.
+        step = round((1 - self.settings.low_water) * limit)
+        where = where.with_tail(work, tail, meter, step)
         before_prune = work
         work, report.prune = self.pruner.prune(work, where)
         report.stages.append("prune")
@@ -289,7 +292,7 @@ class ContextPipeline(MessagesRunnable):
             where = Split.of(work, self.settings.head_count)
 
         if tokens > limit:
-            work, report.truncate = truncate(work, where, limit, meter)
+            work, report.truncate = truncate(work, where, limit, meter, step)
             report.stages.append("truncate")
             tokens = report.truncate.tokens_after = meter.total(work)
         report.tokens_after = tokens
