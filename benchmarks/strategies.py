@@ -155,6 +155,31 @@ class OursCondense(_OursPipeline):
         )
 
 
+class OursChain(_OursPipeline):
+    key = "ours_lcel"
+    label = "ours: LCEL chain per turn"
+    summarises = True
+
+    def _build(self) -> ContextPipeline:
+        return ContextPipeline(threshold=self.window, tail_budget=self.tail, model=self.fake)
+
+    def step(self, history: list[BaseMessage], new: list[BaseMessage]) -> list[BaseMessage]:
+        # As ``prompt | pipeline | model`` does: the growing history, no carried summary;
+        # one pipeline instance serves every transcript, as one chain serves every user.
+        result = self._timed(lambda: self.pipeline.compress(history))
+        self.all_reports.append(result.report.as_dict())
+        if result.report.summary_source is not None:
+            self.summaries += 1
+        return list(result.messages)
+
+    def describe(self) -> str:
+        return (
+            f"`ContextPipeline(threshold={self.window}, tail_budget={self.tail}, model=fake)`"
+            " called on the growing history each turn with no carried summary, as "
+            "`prompt | pipeline | model` calls it (one instance for every transcript)"
+        )
+
+
 class OursDefault(_OursPipeline):
     key = "ours_default"
     label = "ours: default (prune + truncate)"
@@ -311,6 +336,7 @@ STRATEGIES: tuple[type[Strategy], ...] = (
     NoManagement,
     OursPruneOnly,
     OursCondense,
+    OursChain,
     OursDefault,
     LCSummarization,
     LCContextEditing,

@@ -13,6 +13,7 @@ from langchain_context_pipeline.pipeline import ContextPipeline
 from langchain_context_pipeline.pruner import Pruner, PruneStats
 from langchain_context_pipeline.report import CompressionReport, CompressionResult
 from langchain_context_pipeline.settings import CondenseSettings, PipelineSettings, PruneSettings
+from langchain_context_pipeline.summary_memory import SummaryMemory
 from langchain_context_pipeline.tokens import (
     TokenCounter,
     estimate_tokens,
@@ -38,6 +39,7 @@ __all__ = [
     "PruneSettings",
     "PruneStats",
     "Pruner",
+    "SummaryMemory",
     "TokenCounter",
     "TruncateStats",
     "brief_for",

@@ -105,6 +105,7 @@ def _select(
     where: Split,
     budget: int,
     meter: Meter,
+    step: int = 0,
 ) -> _Plan:
     n = len(messages)
     units = where.units
@@ -146,7 +147,7 @@ def _select(
         first = u[0]
     # Keep the tail from a checkpoint on, so the dropped span (and the note saying
     # so) changes only every quarter budget, not at every turn.
-    first = snap_forward(messages, units, first, max(budget // 4, 1), meter)
+    first = snap_forward(messages, units, first, max(budget // 4, step, 1), meter)
     for u in fill:
         if u[0] >= first:
             keep.update(range(*u))
@@ -183,9 +184,11 @@ def _assemble(messages: Sequence[BaseMessage], plan: _Plan) -> list[BaseMessage]
 
 
 def truncate(
-    messages: Sequence[BaseMessage], where: Split, threshold: int, meter: Meter
+    messages: Sequence[BaseMessage], where: Split, threshold: int, meter: Meter, step: int = 0
 ) -> tuple[list[BaseMessage], TruncateStats]:
     """Cut ``messages`` (split as ``where``) to at most ``threshold`` tokens by ``meter``.
+
+    The kept tail starts at a checkpoint every ``max(step, threshold // 4)`` tokens.
 
     Returns the new list (a copy of the input when it already fits) and what was
     trimmed or shortened.
@@ -200,7 +203,7 @@ def truncate(
     out: list[BaseMessage] = list(messages)
     plan = _Plan(set(range(len(messages))), {})
     for _ in range(8):
-        plan = _select(messages, where, budget, meter)
+        plan = _select(messages, where, budget, meter, step)
         out = _assemble(messages, plan)
         excess = meter.total(out) - threshold
         if excess <= 0:

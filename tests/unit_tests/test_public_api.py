@@ -13,6 +13,7 @@ EXPECTED = {
     "ContextPipeline",
     "PruneStats",
     "Pruner",
+    "SummaryMemory",
     "CarriedSummary",
     "TokenCounter",
     "BriefFunction",
