@@ -15,6 +15,7 @@ ROOT=$(cd "$(dirname "$0")/.." && pwd)
 TMP=$(mktemp -d)
 trap 'rm -rf "$TMP"' EXIT
 export PIP_DISABLE_PIP_VERSION_CHECK=1 PIP_QUIET=1
+unset PYTHONPATH  # the clean environments must see only what they installed
 start=$SECONDS
 
 step() { printf 'check-package: %s (%ss)\n' "$1" "$((SECONDS - start))"; }
@@ -49,15 +50,15 @@ fresh() {  # fresh NAME: a clean virtual environment
     echo "$TMP/$1/bin/python"
 }
 
+# The sdist installs in its own environment meanwhile (pip builds it from source).
+sdist_py=$(fresh sdist)
+"$sdist_py" -m pip install "$SDIST" >"$TMP/sdist.log" 2>&1 &
+sdist_pid=$!
+
 wheel_py=$(fresh wheel)
 "$wheel_py" -m pip install "$WHEEL" >"$TMP/pip.log" 2>&1 || { cat "$TMP/pip.log"; exit 1; }
 (cd "$TMP" && "$wheel_py" -c "$core_check")
 step "wheel: the core imports without LangGraph"
-
-sdist_py=$(fresh sdist)
-"$sdist_py" -m pip install "$SDIST" >"$TMP/pip.log" 2>&1 || { cat "$TMP/pip.log"; exit 1; }
-(cd "$TMP" && "$sdist_py" -c "$core_check")
-step "sdist: the core imports without LangGraph"
 
 # Each extra, installed with its dependencies (resolved by pip) into the wheel's env.
 extra() {  # extra NAME CODE: install the extra, then run CODE in that environment
@@ -68,8 +69,12 @@ extra() {  # extra NAME CODE: install the extra, then run CODE in that environme
 extra langgraph 'import langchain_context_pipeline.langgraph, langgraph.prebuilt'
 extra agents 'import langchain_context_pipeline.middleware'
 extra tiktoken '
+from langchain_core.messages import HumanMessage
 from langchain_context_pipeline import tiktoken_counter
-assert tiktoken_counter()([("user", "hello world")]) > 0'
+assert tiktoken_counter()([HumanMessage("hello world")]) > 0'
 extra openai 'import langchain_openai'
 extra deepagents 'import langchain_context_pipeline.deepagents, deepagents'
-step "done"
+
+wait "$sdist_pid" || { cat "$TMP/sdist.log"; exit 1; }
+(cd "$TMP" && "$sdist_py" -c "$core_check")
+step "sdist: the core imports without LangGraph"
