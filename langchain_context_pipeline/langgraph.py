@@ -42,6 +42,8 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "pip install 'langchain-context-pipeline[langgraph]'"
     ) from exc
 
+from langchain_context_pipeline._events import acompress_traced, compress_traced
+from langchain_context_pipeline._stream import emit
 from langchain_context_pipeline.carried import SUMMARY_STATE_KEY, CarriedSummary
 from langchain_context_pipeline.pipeline import ContextPipeline
 from langchain_context_pipeline.report import CompressionResult
@@ -165,12 +167,14 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
 
     def _run(self, state: Any) -> dict[str, Any]:
         messages, stored, carried = self._read(state)
-        result = self.pipeline.compress(messages, carried_summary=carried)
+        result = compress_traced(self.pipeline, messages, carried_summary=carried)
+        emit(result.report)
         return self._update(messages, stored, result)
 
     async def _arun(self, state: Any) -> dict[str, Any]:
         messages, stored, carried = self._read(state)
-        result = await self.pipeline.acompress(messages, carried_summary=carried)
+        result = await acompress_traced(self.pipeline, messages, carried_summary=carried)
+        emit(result.report)
         return self._update(messages, stored, result)
 
     # -- Runnable ----------------------------------------------------------------------

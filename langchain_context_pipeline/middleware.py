@@ -45,6 +45,8 @@ except ImportError as exc:
         "pip install 'langchain-context-pipeline[agents]'"
     ) from exc
 
+from langchain_context_pipeline._events import acompress_traced, compress_traced
+from langchain_context_pipeline._stream import emit
 from langchain_context_pipeline.carried import SUMMARY_STATE_KEY, CarriedSummary
 from langchain_context_pipeline.pipeline import ContextPipeline
 from langchain_context_pipeline.report import CompressionResult
@@ -197,9 +199,14 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         threshold, reserved = self._budget(request)
         stored, carried = self._carried(request)
         messages: list[BaseMessage] = list(request.messages)
-        result = self.pipeline.compress(
-            messages, carried_summary=carried, reserved_tokens=reserved, threshold=threshold
+        result = compress_traced(
+            self.pipeline,
+            messages,
+            carried_summary=carried,
+            reserved_tokens=reserved,
+            threshold=threshold,
         )
+        emit(result.report)
         response = handler(self._request(request, messages, result))
         return self._response(response, stored, result)
 
@@ -212,8 +219,13 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         threshold, reserved = self._budget(request)
         stored, carried = self._carried(request)
         messages: list[BaseMessage] = list(request.messages)
-        result = await self.pipeline.acompress(
-            messages, carried_summary=carried, reserved_tokens=reserved, threshold=threshold
+        result = await acompress_traced(
+            self.pipeline,
+            messages,
+            carried_summary=carried,
+            reserved_tokens=reserved,
+            threshold=threshold,
         )
+        emit(result.report)
         response = await handler(self._request(request, messages, result))
         return self._response(response, stored, result)
