@@ -27,6 +27,7 @@ EXPECTED = {
     "CondenseSettings",
     "TruncateStats",
     "SUMMARY_STATE_KEY",
+    "BudgetError",
 }
 
 
