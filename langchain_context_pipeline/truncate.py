@@ -111,10 +111,10 @@ def _shrink(message: BaseMessage, excess: int, meter: Meter, drop_reasoning: boo
     target = meter.one(message) - excess
     if isinstance(message, AIMessage):
         for limit in (1024, 256, 64):
-            cut = with_cut_args(message, limit)[0]
-            if meter.one(cut) <= target:
-                return cut
-        message = cut
+            slim = with_cut_args(message, limit)[0]
+            if meter.one(slim) <= target:
+                return slim
+        message = slim
     text = message_text(message)
     base = message
     if not isinstance(message.content, str):
