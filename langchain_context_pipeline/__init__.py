@@ -8,6 +8,7 @@ from langchain_context_pipeline.briefs import BUILTIN_BRIEFS, BriefFunction, bri
 from langchain_context_pipeline.carried import SUMMARY_STATE_KEY, CarriedSummary
 from langchain_context_pipeline.condenser import Condenser, CondenseStats
 from langchain_context_pipeline.digest import DIGEST
+from langchain_context_pipeline.errors import BudgetError
 from langchain_context_pipeline.marks import CONDENSED_TAG, is_pipeline_summary
 from langchain_context_pipeline.pipeline import ContextPipeline
 from langchain_context_pipeline.pruner import Pruner, PruneStats
@@ -28,6 +29,7 @@ __all__ = [
     "DIGEST",
     "SUMMARY_STATE_KEY",
     "BriefFunction",
+    "BudgetError",
     "CarriedSummary",
     "CompressionReport",
     "CompressionResult",

@@ -12,6 +12,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from langchain_context_pipeline._blocks import pair_results
 from langchain_context_pipeline.briefs import BriefFunction, brief_for, call_target, shorten
 from langchain_context_pipeline.marks import pipeline_kind
 from langchain_context_pipeline.tokens import message_text
@@ -38,15 +39,19 @@ DIGEST = _Digest()
 def _tool_lines(
     middle: Sequence[BaseMessage], briefs: Mapping[str, BriefFunction] | None
 ) -> list[str]:
-    results: dict[str, ToolMessage] = {
-        m.tool_call_id: m for m in middle if isinstance(m, ToolMessage)
-    }
+    # Each result is credited to its own call, also when a server reuses call ids.
+    results: dict[tuple[int, str], ToolMessage] = {}
+    for index, starts in pair_results(middle).items():
+        answer = middle[index]
+        if isinstance(answer, ToolMessage):
+            for start in starts:
+                results.setdefault((start, answer.tool_call_id), answer)
     lines: list[str] = []
-    for message in middle:
+    for position, message in enumerate(middle):
         if not isinstance(message, AIMessage):
             continue
         for call in message.tool_calls:
-            result = results.get(call.get("id") or "")
+            result = results.get((position, call.get("id") or ""))
             args: Any = call["args"]
             if result is None:
                 lines.append(brief_for(call["name"], args, "", registry=briefs, limit=240))

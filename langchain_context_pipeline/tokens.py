@@ -15,6 +15,8 @@ from typing import Any, Protocol, runtime_checkable
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from langchain_context_pipeline._blocks import call_ids
+
 __all__ = [
     "IMAGE_TOKENS",
     "MESSAGE_OVERHEAD_TOKENS",
@@ -53,17 +55,57 @@ _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
 def _dumps(value: Any) -> str:
     try:
         return _ENCODER.encode(value)
-    except (ValueError, RecursionError):  # circular or absurdly deep: count its repr
-        return repr(value)
+    except (ValueError, RecursionError):  # circular, huge ints or deep: write it by hand
+        return _dumps_flat(value)
+
+
+class _Piece(str):
+    """Literal JSON punctuation on the work stack of :func:`_dumps_flat`."""
+
+
+def _dumps_flat(value: Any) -> str:
+    """Write JSON-like ``value`` without recursion (any depth; cycles and huge ints summarized)."""
+    parts: list[str] = []
+    stack: list[Any] = [value]
+    seen: set[int] = set()
+    while stack:
+        item = stack.pop()
+        if isinstance(item, _Piece):
+            parts.append(item)
+        elif isinstance(item, dict | list | tuple):
+            if id(item) in seen:
+                parts.append('"[cycle]"')
+                continue
+            seen.add(id(item))
+            pairs = item.items() if isinstance(item, dict) else enumerate(item)
+            opening, closing = ("{", "}") if isinstance(item, dict) else ("[", "]")
+            todo: list[Any] = [_Piece(opening)]
+            for n, (key, sub) in enumerate(pairs):
+                if n:
+                    todo.append(_Piece(", "))
+                if isinstance(item, dict):
+                    todo.append(_Piece(_ENCODER.encode(str(key)) + ": "))
+                todo.append(sub)
+            todo.append(_Piece(closing))
+            stack.extend(reversed(todo))
+        elif isinstance(item, int) and not isinstance(item, bool) and item.bit_length() > 9000:
+            parts.append("9" * (int(item.bit_length() * 0.30103) + 1))
+        else:
+            try:
+                parts.append(_ENCODER.encode(item))
+            except (ValueError, RecursionError):
+                parts.append(_ENCODER.encode(str(item)))
+    return "".join(parts)
 
 
 def tool_call_ids(message: BaseMessage) -> list[str]:
-    """Return the ids of the tool calls an AIMessage makes (valid and invalid)."""
-    if not isinstance(message, AIMessage):
-        return []
-    ids = [c.get("id") for c in message.tool_calls]
-    ids += [c.get("id") for c in message.invalid_tool_calls]
-    return [i for i in ids if isinstance(i, str) and i]
+    """Return the ids of the tool calls an AIMessage makes, in every format, once each.
+
+    ``tool_calls``, ``invalid_tool_calls``, tool-call content blocks (Anthropic
+    ``tool_use``, Responses ``function_call``, v1 ``tool_call``) and OpenAI-style
+    ``additional_kwargs["tool_calls"]``.
+    """
+    return call_ids(message)
 
 
 def message_text(message: BaseMessage) -> str:
@@ -91,7 +133,8 @@ def _content_cost(message: BaseMessage) -> tuple[int, int]:
         return len(content), 0
     chars = 0
     images = 0
-    call_ids = set(tool_call_ids(message))
+    # Only blocks that repeat a `tool_calls` entry are skipped: that one is counted.
+    listed = {c.get("id") for c in message.tool_calls} if isinstance(message, AIMessage) else set()
     for block in content:
         if isinstance(block, str):
             chars += len(block)
@@ -104,7 +147,7 @@ def _content_cost(message: BaseMessage) -> tuple[int, int]:
             images += 1
         elif kind == "text" and isinstance(block.get("text"), str):
             chars += len(block["text"])
-        elif kind in _TOOL_CALL_BLOCK_TYPES and block.get("id") in call_ids:
+        elif kind in _TOOL_CALL_BLOCK_TYPES and block.get("id") in listed:
             # The same call is counted once, from `tool_calls` below.
             continue
         else:

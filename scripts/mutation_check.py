@@ -65,13 +65,45 @@ MUTANTS = [
         "    keep = limit",
         "test_pruning_is_a_fixed_point",
     ),
+    (
+        "shapes: tool pairs: Anthropic tool_result blocks are not results",
+        "_blocks.py",
+        "        if isinstance(block, dict) and kind in RESULT_BLOCKS:",
+        "        if False:",
+        "test_properties_shapes.py::test_tool_pairs_intact_in_every_format",
+    ),
+    (
+        "shapes: argument copies: tool-call blocks keep their full arguments",
+        "_blocks.py",
+        "and kind in CALL_BLOCKS and CALL_BLOCKS[kind][1] in block:",
+        "and False:",
+        "test_properties_shapes.py::test_tool_pairs_intact_in_every_format",
+    ),
+    (
+        "shapes: budget: oversized lists are not cut",
+        "_trim.py",
+        "    if total <= trigger:\n        return [item for item, _ in items], total",
+        "    if True:\n        return [item for item, _ in items], total",
+        # 60 generated examples rarely hold a big list in the last unit: a regression test.
+        "test_shapes.py::test_a_huge_list_argument_is_cut_not_the_system_prompt_or_the_task",
+    ),
+    (
+        "shapes: reasoning: cutting a message edits its reasoning blocks",
+        "truncate.py",
+        "            if not drop_reasoning:\n                out.append(block)",
+        "            if not drop_reasoning:\n                out.append({**block, 'data': 0})",
+        "test_properties_shapes.py::test_reasoning_blocks_never_edited",
+    ),
 ]
 
 
 def main() -> int:
     """Run every mutant; return 1 if any survived."""
     survived = 0
+    only = sys.argv[1] if len(sys.argv) > 1 else ""  # run the mutants whose name has this
     for name, file, old, new, test in MUTANTS:
+        if only not in name:
+            continue
         with tempfile.TemporaryDirectory() as tmp:
             tree = Path(tmp)
             package = "langchain_context_pipeline"
@@ -94,7 +126,9 @@ def main() -> int:
                     "-q",
                     "-p",
                     "no:cacheprovider",
-                    f"tests/unit_tests/test_properties.py::{test}",
+                    f"tests/unit_tests/{test}"
+                    if "::" in test
+                    else f"tests/unit_tests/test_properties.py::{test}",
                 ],
                 cwd=tree,
                 env={"PYTHONPATH": str(tree), "HYPOTHESIS_PROFILE": "dev", "PATH": "/usr/bin:/bin"},

@@ -28,6 +28,7 @@ EXPECTED = {
     "CondenseSettings",
     "TruncateStats",
     "SUMMARY_STATE_KEY",
+    "BudgetError",
 }
 
 
