@@ -44,6 +44,7 @@ from langchain_core.messages import BaseMessage
 
 from langchain_context_pipeline._checks import check_int
 from langchain_context_pipeline.carried import CarriedSummary
+from langchain_context_pipeline.tokens import _dumps
 
 __all__ = ["StoreRead", "StoreWrite", "SummaryMemory", "SummaryStore"]
 
@@ -91,7 +92,10 @@ def _fingerprint(message: BaseMessage) -> bytes:
         getattr(message, "tool_call_id", None),
         getattr(message, "role", None),
     ]
-    text = json.dumps(fields, default=repr, sort_keys=True, ensure_ascii=False)
+    try:
+        text = json.dumps(fields, default=repr, sort_keys=True, ensure_ascii=False)
+    except (ValueError, RecursionError):  # deeply nested arguments: the flat writer
+        text = _dumps(fields)
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
 
 
