@@ -13,33 +13,41 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage
 
 
-def cut_end(text: str, limit: int) -> str:
-    """Cut ``text`` to at most ``limit`` chars, ending with a marker of what was cut."""
+def cut_end(text: str, limit: int, ref: str = "") -> str:
+    """Cut ``text`` to at most ``limit`` chars, ending with a marker of what was cut.
+
+    With ``ref``, the marker names the original (``…[+N chars ref=ab12cd34]``).
+    """
     if len(text) <= limit:
         return text
-    keep = limit - len(f"…[+{len(text)} chars]")
+    named = f" ref={ref}" if ref else ""
+    keep = limit - len(f"…[+{len(text)} chars{named}]")
     if keep <= 0:
         return text[: max(limit, 0)]
-    return f"{text[:keep]}…[+{len(text) - keep} chars]"
+    return f"{text[:keep]}…[+{len(text) - keep} chars{named}]"
 
 
-def cut_middle(text: str, keep_head: int, keep_tail: int) -> str:
-    """Keep the first ``keep_head`` and last ``keep_tail`` chars, with a marker between."""
+def cut_middle(text: str, keep_head: int, keep_tail: int, ref: str = "") -> str:
+    """Keep the first ``keep_head`` and last ``keep_tail`` chars, with a marker between.
+
+    With ``ref``, the marker names the original (``[… N chars trimmed ref=ab12cd34 …]``).
+    """
     removed = len(text) - keep_head - keep_tail
     if removed <= 0:
         return text
     tail = text[len(text) - keep_tail :] if keep_tail > 0 else ""
-    return f"{text[:keep_head]}\n[… {removed:,} chars trimmed …]\n{tail}"
+    named = f" ref={ref}" if ref else ""
+    return f"{text[:keep_head]}\n[… {removed:,} chars trimmed{named} …]\n{tail}"
 
 
-def cut_json(value: Any, limit: int) -> Any:
+def cut_json(value: Any, limit: int, ref: str = "") -> Any:
     """Cut every string inside a JSON-like value to ``limit`` chars, recursively."""
     if isinstance(value, str):
-        return cut_end(value, limit)
+        return cut_end(value, limit, ref)
     if isinstance(value, dict):
-        return {key: cut_json(item, limit) for key, item in value.items()}
+        return {key: cut_json(item, limit, ref) for key, item in value.items()}
     if isinstance(value, list | tuple):
-        return [cut_json(item, limit) for item in value]
+        return [cut_json(item, limit, ref) for item in value]
     return value
 
 
@@ -85,8 +93,10 @@ def replace_text(message: BaseMessage, text: str) -> Any:
     return out
 
 
-def with_cut_args(message: AIMessage, limit: int) -> tuple[AIMessage, bool]:
+def with_cut_args(message: AIMessage, limit: int, ref: str = "") -> tuple[AIMessage, bool]:
     """Return a copy of ``message`` whose tool-call arguments are cut to ``limit`` chars.
+
+    With ``ref``, each cut's marker names the original message.
 
     The same cut reaches every place the arguments live: ``tool_calls``,
     ``invalid_tool_calls`` (string arguments), ``tool_use`` blocks in the content and
@@ -96,9 +106,11 @@ def with_cut_args(message: AIMessage, limit: int) -> tuple[AIMessage, bool]:
         has_long_string(c.get("args"), limit) for c in message.invalid_tool_calls
     ):
         return message, False
-    new_calls = [{**c, "args": cut_json(c["args"], limit)} for c in message.tool_calls]
+    new_calls = [{**c, "args": cut_json(c["args"], limit, ref)} for c in message.tool_calls]
     new_invalid = [
-        {**c, "args": cut_end(str(c.get("args")), limit)} if isinstance(c.get("args"), str) else c
+        {**c, "args": cut_end(str(c.get("args")), limit, ref)}
+        if isinstance(c.get("args"), str)
+        else c
         for c in message.invalid_tool_calls
     ]
     changed = new_calls != message.tool_calls or new_invalid != message.invalid_tool_calls

@@ -24,6 +24,7 @@ from langchain_context_pipeline._trim import cut_middle, with_cut_args
 from langchain_context_pipeline._units import Split, snap_forward
 from langchain_context_pipeline.digest import build_index
 from langchain_context_pipeline.marks import METADATA_KEY, pipeline_kind
+from langchain_context_pipeline.references import format_ref, message_ref, span_ref
 from langchain_context_pipeline.tokens import message_text, resolve_token_counter
 
 __all__ = ["TruncateStats", "hard_truncate", "truncate"]
@@ -45,7 +46,7 @@ class TruncateStats:
     """Tokens of the whole list after truncation (set by the pipeline)."""
 
 
-_NOTE_CHARS = 72
+_NOTE_CHARS = 100
 """Room for the note's first line."""
 
 
@@ -58,20 +59,27 @@ def removal_note(dropped: Sequence[BaseMessage], index_chars: int = 0) -> HumanM
     key = hashlib.sha256()
     for m in dropped:
         key.update((m.id or message_text(m)[:200]).encode("utf-8", "surrogatepass"))
-    content = f"[{len(dropped)} earlier messages were removed to fit the context window.]"
+    span = span_ref(dropped) if dropped else ""
+    named = f" ({format_ref(span)})" if span else ""
+    content = f"[{len(dropped)} earlier messages were removed to fit the context window{named}.]"
     index = build_index(dropped, index_chars, what="removed") if index_chars else ""
+    mark: dict[str, Any] = {"kind": "note", "dropped": len(dropped)}
+    if span:
+        mark["span"] = span
     return HumanMessage(
         content=f"{content}\n{index}" if index else content,
         id=f"context-note-{key.hexdigest()[:20]}",
-        response_metadata={METADATA_KEY: {"kind": "note", "dropped": len(dropped)}},
+        response_metadata={METADATA_KEY: mark},
     )
 
 
 def _shrink(message: BaseMessage, excess: int, meter: Meter) -> BaseMessage:
     """Cut ``message`` in the middle until it is ``excess`` tokens smaller, or minimal."""
     target = meter.one(message) - excess
+    # A cut names the original, unless the pipeline wrote the message itself.
+    ref = "" if pipeline_kind(message) in ("summary", "note") else message_ref(message)
     if isinstance(message, AIMessage) and (message.tool_calls or message.invalid_tool_calls):
-        message = with_cut_args(message, 64)[0]
+        message = with_cut_args(message, 64, ref)[0]
         if meter.one(message) <= target:
             return message
     text = message_text(message)
@@ -82,7 +90,7 @@ def _shrink(message: BaseMessage, excess: int, meter: Meter) -> BaseMessage:
         content = others
     keep = max(len(text) - excess * 4 - 64, 0)
     while True:
-        cut = cut_middle(text, keep * 2 // 3, keep // 3)
+        cut = cut_middle(text, keep * 2 // 3, keep // 3, ref)
         if isinstance(content, str):
             new_content: Any = cut
         else:
@@ -238,7 +246,7 @@ def hard_truncate(
         >>> history += [HumanMessage("x" * 400) for _ in range(10)]
         >>> out = hard_truncate(history, threshold=300)
         >>> out[2].content
-        '[8 earlier messages were removed to fit the context window.]'
+        '[8 earlier messages were removed to fit the context window (ref=d500d5e2).]'
     """
     check_int("threshold", threshold, 1)
     items = coerce_messages(messages)
