@@ -181,23 +181,23 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
         try:
             config: Any = get_config()
             store = self.store if self.store is not None else get_store()
-        except RuntimeError:  # called outside a graph
+        except (RuntimeError, KeyError):  # called outside a graph
             return self.store, None
         return store, thread_of(config)
 
     def _run(self, state: Any) -> dict[str, Any]:
         messages, stored, carried = self._read(state)
         result = self.pipeline.compress(messages, carried_summary=carried)
-        store, thread = self._archive()
-        if store is not None and result.messages is not messages:
+        store, thread = self._archive() if result.messages is not messages else (None, None)
+        if store is not None:
             result = archive_originals(store, thread, messages, result)
         return self._update(messages, stored, result)
 
     async def _arun(self, state: Any) -> dict[str, Any]:
         messages, stored, carried = self._read(state)
         result = await self.pipeline.acompress(messages, carried_summary=carried)
-        store, thread = self._archive()
-        if store is not None and result.messages is not messages:
+        store, thread = self._archive() if result.messages is not messages else (None, None)
+        if store is not None:
             result = await aarchive_originals(store, thread, messages, result)
         return self._update(messages, stored, result)
 
