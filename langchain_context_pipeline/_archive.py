@@ -13,12 +13,11 @@ An entry-point helper: it imports LangGraph's store types.
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, message_to_dict, messages_from_dict
+from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
 
 try:
     from langgraph.store.base import BaseStore, PutOp
@@ -35,6 +34,8 @@ from langchain_context_pipeline.references import (
     format_ref,
     message_ref,
     resolve,
+    stands_in,
+    written_text,
 )
 from langchain_context_pipeline.report import CompressionResult
 from langchain_context_pipeline.tokens import message_text
@@ -70,21 +71,6 @@ def thread_of(config: Mapping[str, Any] | None) -> str | None:
     return None if thread is None or thread == "" else str(thread)
 
 
-def _written_text(message: BaseMessage) -> str:
-    """Everything of a message a reference can be written in: text and call arguments."""
-    text = message_text(message)
-    if isinstance(message, AIMessage) and (message.tool_calls or message.invalid_tool_calls):
-        calls: list[Any] = [c["args"] for c in message.tool_calls]
-        calls += [c.get("args") for c in message.invalid_tool_calls]
-        text += json.dumps(calls, ensure_ascii=False, default=str)
-    return text
-
-
-def _stands_in(message: BaseMessage, ref: str) -> bool:
-    """Whether ``message`` is already a stand-in: a brief or cut names its own original."""
-    return format_ref(ref) in _written_text(message)
-
-
 def plan_records(
     before: Sequence[BaseMessage], after: Sequence[BaseMessage]
 ) -> dict[str, dict[str, Any]]:
@@ -103,7 +89,7 @@ def plan_records(
     for message in after:
         if id(message) in before_ids:
             continue
-        for ref in find_refs(_written_text(message)):
+        for ref in find_refs(written_text(message)):
             if ref in records:
                 continue
             members = resolve(ref, before)
@@ -113,7 +99,7 @@ def plan_records(
                 records[ref] = {"kind": "span", "members": [message_ref(m) for m in members]}
             for member in members:
                 key = message_ref(member)
-                if id(member) in kept or key in records or _stands_in(member, key):
+                if id(member) in kept or key in records or stands_in(member):
                     continue
                 records[key] = {
                     "kind": "message",

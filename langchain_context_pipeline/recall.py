@@ -56,6 +56,7 @@ from langchain_context_pipeline.references import (
     render_message,
     render_span,
     resolve,
+    stands_in,
 )
 
 __all__ = [
@@ -178,6 +179,11 @@ def create_recall_tool(
         call: Mapping[str, Any] | None = None
         if found is not None and len(found) == 1 and parsed[1] is None:
             call = call_of(found[0], history)
+        if found is not None and any(stands_in(m) for m in found):
+            # Persist mode: state holds the brief, the store the original.
+            source = store if store is not None else runtime.store
+            if source is not None and thread_of(runtime.config) is not None:
+                found = None
         if found is None:
             source = store if store is not None else runtime.store
             if source is None:

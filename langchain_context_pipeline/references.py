@@ -34,6 +34,8 @@ __all__ = [
     "resolve",
     "span_bounds",
     "span_ref",
+    "stands_in",
+    "written_text",
 ]
 
 _LENGTH = 8
@@ -114,6 +116,27 @@ def parse_ref(text: str) -> tuple[str, str | None] | None:
     if match is None:
         return None
     return match.group(1), match.group(2)
+
+
+def written_text(message: BaseMessage) -> str:
+    """Everything of a message a reference can be written in: its text and call arguments."""
+    text = message_text(message)
+    if isinstance(message, AIMessage) and (message.tool_calls or message.invalid_tool_calls):
+        calls: list[Any] = [c["args"] for c in message.tool_calls]
+        calls += [c.get("args") for c in message.invalid_tool_calls]
+        text += json.dumps(calls, ensure_ascii=False, default=str)
+    return text
+
+
+def stands_in(message: BaseMessage) -> bool:
+    """Whether ``message`` stands in for an original: a brief, cut, summary or note.
+
+    A brief or cut names its own original (the same reference as itself); a
+    summary or note is marked by the pipeline.
+    """
+    if pipeline_kind(message) is not None:
+        return True
+    return format_ref(message_ref(message)) in written_text(message)
 
 
 def find_refs(text: str) -> list[str]:
