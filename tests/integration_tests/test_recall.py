@@ -49,7 +49,7 @@ BIG_PATH = "src/big_module.py"
 BIG = "\n".join(f"{i:06d} big = compute({i}, 'payments')  # line {i}" for i in range(6000))[
     :200_000
 ]
-NEXT_PAGE = re.compile(r'offset=(\d+)\) for the next page\]$')
+NEXT_PAGE = re.compile(r"offset=(\d+)\) for the next page\]$")
 
 
 @tool
@@ -100,9 +100,7 @@ class RecallingModel(BaseChatModel):
         if step == self.recall_at:
             # The brief of the big result, as the model sees it now.
             brief = next(
-                m
-                for m in messages
-                if isinstance(m, ToolMessage) and m.tool_call_id == "call-big"
+                m for m in messages if isinstance(m, ToolMessage) and m.tool_call_id == "call-big"
             )
             self.brief = str(brief.content)
             match = REF_PATTERN.search(self.brief)
