@@ -14,23 +14,31 @@ from langchain_core.messages import AIMessage, BaseMessage
 from langchain_context_pipeline._blocks import cut_call_arguments
 
 
-def cut_end(text: str, limit: int) -> str:
-    """Cut ``text`` to at most ``limit`` chars, ending with a marker of what was cut."""
+def cut_end(text: str, limit: int, ref: str = "") -> str:
+    """Cut ``text`` to at most ``limit`` chars, ending with a marker of what was cut.
+
+    With ``ref``, the marker names the original (``…[+N chars ref=ab12cd34]``).
+    """
     if len(text) <= limit:
         return text
-    keep = limit - len(f"…[+{len(text)} chars]")
+    named = f" ref={ref}" if ref else ""
+    keep = limit - len(f"…[+{len(text)} chars{named}]")
     if keep <= 0:
         return text[: max(limit, 0)]
-    return f"{text[:keep]}…[+{len(text) - keep} chars]"
+    return f"{text[:keep]}…[+{len(text) - keep} chars{named}]"
 
 
-def cut_middle(text: str, keep_head: int, keep_tail: int) -> str:
-    """Keep the first ``keep_head`` and last ``keep_tail`` chars, with a marker between."""
+def cut_middle(text: str, keep_head: int, keep_tail: int, ref: str = "") -> str:
+    """Keep the first ``keep_head`` and last ``keep_tail`` chars, with a marker between.
+
+    With ``ref``, the marker names the original (``[… N chars trimmed ref=ab12cd34 …]``).
+    """
     removed = len(text) - keep_head - keep_tail
     if removed <= 0:
         return text
     tail = text[len(text) - keep_tail :] if keep_tail > 0 else ""
-    return f"{text[:keep_head]}\n[… {removed:,} chars trimmed …]\n{tail}"
+    named = f" ref={ref}" if ref else ""
+    return f"{text[:keep_head]}\n[… {removed:,} chars trimmed{named} …]\n{tail}"
 
 
 MAX_DEPTH = 32
@@ -41,10 +49,10 @@ def _marker(text: str, limit: int) -> str:
     return cut_end(text, max(limit, 0))
 
 
-def _cut(value: Any, limit: int, depth: int) -> tuple[Any, int]:
+def _cut(value: Any, limit: int, depth: int, ref: str = "") -> tuple[Any, int]:
     """Return ``value`` cut to ``limit`` and its approximate JSON size in chars."""
     if isinstance(value, str):
-        out = cut_end(value, limit)
+        out = cut_end(value, limit, ref)
         return out, len(out) + 2
     if isinstance(value, bool) or value is None:
         return value, 5
@@ -58,7 +66,7 @@ def _cut(value: Any, limit: int, depth: int) -> tuple[Any, int]:
     if isinstance(value, float):
         return value, len(repr(value))
     if not isinstance(value, dict | list | tuple):
-        return _cut(str(value), limit, depth)
+        return _cut(str(value), limit, depth, ref)
     if depth >= MAX_DEPTH:
         out = _marker(f"…[value nested over {MAX_DEPTH} levels deep]", limit)
         return out, len(out) + 2
@@ -69,7 +77,7 @@ def _cut(value: Any, limit: int, depth: int) -> tuple[Any, int]:
         entries: list[tuple[Any, Any, int]] = []
         for key, item in value.items():
             new_key = cut_end(key, limit) if isinstance(key, str) else key
-            new_item, size = _cut(item, limit, depth + 1)
+            new_item, size = _cut(item, limit, depth + 1, ref)
             entries.append((new_key, new_item, size + len(str(new_key)) + 4))
         total = sum(size for _, _, size in entries) + 2
         if total <= trigger:
@@ -84,7 +92,7 @@ def _cut(value: Any, limit: int, depth: int) -> tuple[Any, int]:
         note = _marker(f"[+{len(entries) - len(kept):,} more keys]", limit)
         kept["…"] = note
         return kept, used + len(note) + 7
-    items = [_cut(item, limit, depth + 1) for item in value]
+    items = [_cut(item, limit, depth + 1, ref) for item in value]
     total = sum(size + 1 for _, size in items) + 2
     if total <= trigger:
         return [item for item, _ in items], total
@@ -100,16 +108,17 @@ def _cut(value: Any, limit: int, depth: int) -> tuple[Any, int]:
     return out_items, used + len(note) + 3
 
 
-def cut_json(value: Any, limit: int) -> Any:
+def cut_json(value: Any, limit: int, ref: str = "") -> Any:
     """Cut a JSON-like value so no part of it is oversized, with visible markers.
 
     Every string is cut to ``limit`` chars; a number longer than ``limit`` digits,
     a list or dict far larger than ``limit`` chars (its first entries within
     ``limit`` are kept, then a marker of how many went) and anything nested over
     :data:`MAX_DEPTH` levels deep are replaced by a marker. Cutting a cut value
-    with the same limit returns it unchanged.
+    with the same limit returns it unchanged. With ``ref``, each cut string's
+    marker names the original message.
     """
-    return _cut(value, limit, 0)[0]
+    return _cut(value, limit, 0, ref)[0]
 
 
 def replace_text(message: BaseMessage, text: str) -> Any:
@@ -139,12 +148,13 @@ def replace_text(message: BaseMessage, text: str) -> Any:
     return out
 
 
-def with_cut_args(message: AIMessage, limit: int) -> tuple[AIMessage, bool]:
+def with_cut_args(message: AIMessage, limit: int, ref: str = "") -> tuple[AIMessage, bool]:
     """Return a copy of ``message`` whose tool-call arguments are cut to ``limit`` chars.
 
-    The same cut (:func:`cut_json`) reaches every copy of the arguments a provider
-    would send (see :func:`~langchain_context_pipeline._blocks.cut_call_arguments`).
-    Returns the message itself and False when nothing is oversized.
+    With ``ref``, each cut's marker names the original message. The same cut
+    (:func:`cut_json`) reaches every copy of the arguments a provider would send (see
+    :func:`~langchain_context_pipeline._blocks.cut_call_arguments`). Returns the message
+    itself and False when nothing is oversized.
     """
-    out = cut_call_arguments(message, lambda value: cut_json(value, limit))
+    out = cut_call_arguments(message, lambda value: cut_json(value, limit, ref))
     return out, out is not message

@@ -46,6 +46,7 @@ from langchain_context_pipeline.marks import (
     pipeline_source,
     summary_text,
 )
+from langchain_context_pipeline.references import format_ref, span_ref
 from langchain_context_pipeline.settings import CondenseSettings, override
 from langchain_context_pipeline.tokens import message_text, resolve_token_counter
 
@@ -272,6 +273,9 @@ class Condenser(MessagesRunnable):
     ) -> HumanMessage:
         """Build the summary message, cut so it counts at most ``budget`` tokens."""
         through = next((m.id for m in reversed(replaced) if m.id), None)
+        span = span_ref(replaced)
+        # The summary's last line names the originals it replaces, for recall.
+        named = f"\nOriginals: {format_ref(span)}"
         key = hashlib.sha256()
         for m in replaced:
             key.update((m.id or message_text(m)).encode("utf-8", "surrogatepass"))
@@ -282,11 +286,13 @@ class Condenser(MessagesRunnable):
                 "source": source,
                 "covered": len(replaced),
                 "through": through,
+                "span": span,
             }
         }
         chars = max(budget, 1) * 4
         while True:
-            content = f"{CONDENSED_TAG}\n{cut_end(text, chars)}" if chars > 0 else CONDENSED_TAG
+            body = cut_end(text, chars - len(named)) if chars > len(named) else ""
+            content = f"{CONDENSED_TAG}\n{body}{named}"
             message = HumanMessage(
                 content=content,
                 id=f"context-summary-{key.hexdigest()[:20]}",

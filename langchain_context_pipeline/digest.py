@@ -15,6 +15,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_context_pipeline._blocks import pair_results
 from langchain_context_pipeline.briefs import BriefFunction, brief_for, call_target, shorten
 from langchain_context_pipeline.marks import pipeline_kind
+from langchain_context_pipeline.references import format_ref, message_ref
 from langchain_context_pipeline.tokens import message_text
 
 __all__ = ["DIGEST", "build_digest", "build_index"]
@@ -90,19 +91,25 @@ def build_index(middle: Sequence[BaseMessage], max_chars: int, *, what: str = "c
     model wrote. The newest entries are kept first when not all fit.
     """
     entries: list[str] = []
+    refs: list[str] = []
+    results = {m.tool_call_id: m for m in middle if isinstance(m, ToolMessage)}
     for message in middle:
         if isinstance(message, HumanMessage) and not pipeline_kind(message):
             text = message_text(message).strip()
             if text:
                 entries.append("- user: " + shorten(text, 100))
+                refs.append(message_ref(message))
         elif isinstance(message, AIMessage):
             for call in message.tool_calls:
                 args = call["args"] if isinstance(call["args"], Mapping) else {}
                 target = call_target(args)
                 entries.append(f"- {call['name']}: {shorten(target, 100)}" if target else "")
-    # A file read ten times is listed once, where it was last used.
+                # The entry names the call's result (recall gives it with the call's args).
+                refs.append(message_ref(results.get(call.get("id") or "", message)))
+    # A file read ten times is listed once, where it was last used, with that reference.
     newest = {entry: i for i, entry in enumerate(entries) if entry}
-    entries = sorted(newest, key=newest.__getitem__)
+    order = sorted(newest, key=newest.__getitem__)
+    entries = [f"{entry} {format_ref(refs[newest[entry]])}" for entry in order]
     if not entries or max_chars < 60:
         return ""
     header = f"Index of the {what} turns (mechanical):"

@@ -34,14 +34,17 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from typing_extensions import NotRequired, TypedDict
 
 try:
+    from langgraph.config import get_config, get_store
     from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
     from langgraph.managed import RemainingSteps
+    from langgraph.store.base import BaseStore
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
         "langchain_context_pipeline.langgraph needs LangGraph: "
         "pip install 'langchain-context-pipeline[langgraph]'"
     ) from exc
 
+from langchain_context_pipeline._archive import aarchive_originals, archive_originals, thread_of
 from langchain_context_pipeline._events import acompress_traced, compress_traced
 from langchain_context_pipeline._stream import emit
 from langchain_context_pipeline.carried import SUMMARY_STATE_KEY, CarriedSummary
@@ -108,11 +111,19 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
 
     name: str = "context_pipeline_hook"
 
-    def __init__(self, pipeline: ContextPipeline, *, mode: HookMode, summary_key: str) -> None:
+    def __init__(
+        self,
+        pipeline: ContextPipeline,
+        *,
+        mode: HookMode,
+        summary_key: str,
+        store: BaseStore | None = None,
+    ) -> None:
         """Wrap ``pipeline``; see :func:`create_pre_model_hook` for the arguments."""
         self.pipeline = pipeline
         self.mode: HookMode = mode
         self.summary_key = summary_key
+        self.store = store
 
     def __call__(self, state: Any, config: RunnableConfig | None = None) -> dict[str, Any]:
         """Run the hook on ``state`` (same as :meth:`invoke`)."""
@@ -165,15 +176,32 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
             update[self.summary_key] = carried
         return update
 
+    def _archive(self) -> tuple[BaseStore | None, str | None]:
+        """The store and thread the persist mode keeps originals in, for recall."""
+        if self.mode != "persist":
+            return None, None
+        try:
+            config: Any = get_config()
+            store = self.store if self.store is not None else get_store()
+        except (RuntimeError, KeyError):  # called outside a graph
+            return self.store, None
+        return store, thread_of(config)
+
     def _run(self, state: Any) -> dict[str, Any]:
         messages, stored, carried = self._read(state)
         result = compress_traced(self.pipeline, messages, carried_summary=carried)
+        store, thread = self._archive() if result.messages is not messages else (None, None)
+        if store is not None:
+            result = archive_originals(store, thread, messages, result)
         emit(result.report)
         return self._update(messages, stored, result)
 
     async def _arun(self, state: Any) -> dict[str, Any]:
         messages, stored, carried = self._read(state)
         result = await acompress_traced(self.pipeline, messages, carried_summary=carried)
+        store, thread = self._archive() if result.messages is not messages else (None, None)
+        if store is not None:
+            result = await aarchive_originals(store, thread, messages, result)
         emit(result.report)
         return self._update(messages, stored, result)
 
@@ -240,6 +268,7 @@ def create_pre_model_hook(
     settings: PipelineSettings | None = None,
     model: Any = None,
     token_counter: Any = None,
+    store: BaseStore | None = None,
     **keywords: Any,
 ) -> ContextPipelineHook:
     """Return a node that keeps the conversation under budget before each model call.
@@ -258,6 +287,9 @@ def create_pre_model_hook(
         settings: :class:`PipelineSettings` for the pipeline.
         model: the summarizer (see :class:`ContextPipeline`).
         token_counter: the token counter (see :class:`ContextPipeline`).
+        store: in persist mode, the LangGraph store that keeps the originals a
+            pass replaces, for the ``recall`` tool (default: the graph's store,
+            if it was compiled with one); keyed by the run's ``thread_id``.
         **keywords: any other :class:`ContextPipeline` setting by name
             (``tail_budget``, ``head_count``, ``tool_output_limit``, ...).
 
@@ -306,4 +338,4 @@ def create_pre_model_hook(
         if threshold is not None:
             keywords["threshold"] = resolve_threshold(threshold, agent_model)
         pipeline = ContextPipeline(settings, model=model, token_counter=token_counter, **keywords)
-    return _hook_class(summary_key)(pipeline, mode=mode, summary_key=summary_key)
+    return _hook_class(summary_key)(pipeline, mode=mode, summary_key=summary_key, store=store)

@@ -49,6 +49,7 @@ from langchain_context_pipeline._events import acompress_traced, compress_traced
 from langchain_context_pipeline._stream import emit
 from langchain_context_pipeline.carried import SUMMARY_STATE_KEY, CarriedSummary
 from langchain_context_pipeline.pipeline import ContextPipeline
+from langchain_context_pipeline.recall import create_recall_tool
 from langchain_context_pipeline.report import CompressionResult
 from langchain_context_pipeline.settings import PipelineSettings
 from langchain_context_pipeline.threshold import Threshold, check_threshold, resolve_threshold
@@ -101,6 +102,7 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         threshold: Threshold = 32000,
         model: Any = None,
         token_counter: Any = None,
+        recall_tool: bool = True,
         **keywords: Any,
     ) -> None:
         """Configure the middleware.
@@ -115,6 +117,8 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
                 ``"provider:model"`` name), :data:`DIGEST` for the deterministic
                 digest, or ``None`` to prune and truncate only.
             token_counter: the token counter (see :class:`ContextPipeline`).
+            recall_tool: add the ``recall`` tool to the agent, so it can read back
+                what compaction replaced (see :mod:`langchain_context_pipeline.recall`).
             **keywords: any other :class:`ContextPipeline` setting by name
                 (``tail_budget``, ``head_count``, ``tool_output_limit``, ...).
 
@@ -134,6 +138,8 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         )
         self.token_counter: TokenCounter = self.pipeline.token_counter
         self._tool_tokens: OrderedDict[tuple[int, ...], tuple[Sequence[Any], int]] = OrderedDict()
+        # The agent's full history stays in state: recall reads the originals there.
+        self.tools = [create_recall_tool()] if recall_tool else []
 
     # -- budget ------------------------------------------------------------------------
 

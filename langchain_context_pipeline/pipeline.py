@@ -60,7 +60,7 @@ class ContextPipeline(MessagesRunnable):
         ... ]
         >>> result = pipeline.compress(history)
         >>> result.messages[2].content
-        '[bash] "pytest" -> 600 lines output; last: FAILED test_x'
+        '[bash] "pytest" -> 600 lines output; last: FAILED test_x ref=fae52a7c'
         >>> result.report.stages, result.report.tokens_after <= 1000
         (['prune'], True)
     """

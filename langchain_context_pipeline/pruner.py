@@ -30,6 +30,7 @@ from langchain_context_pipeline._trim import cut_middle, replace_text, with_cut_
 from langchain_context_pipeline._units import Split
 from langchain_context_pipeline.briefs import brief_for
 from langchain_context_pipeline.marks import METADATA_KEY
+from langchain_context_pipeline.references import format_ref, message_ref
 from langchain_context_pipeline.settings import PruneSettings, override
 from langchain_context_pipeline.tokens import IMAGE_TOKENS, count_images, message_text
 
@@ -98,7 +99,7 @@ class Pruner(MessagesRunnable):
         ...     HumanMessage("thanks"),
         ... ]
         >>> Pruner(tail_budget=10).invoke(history)[2].content
-        '[read_file] src/app.py (45,210 chars)'
+        '[read_file] src/app.py (45,210 chars) ref=9ef2c046'
     """
 
     name: str = "Pruner"
@@ -209,13 +210,15 @@ class Pruner(MessagesRunnable):
         if isinstance(message, ToolMessage):
             return self._brief(message, calls, stats)
         if isinstance(message, AIMessage):
-            message, cut = with_cut_args(message, self.settings.tool_args_limit)
+            ref = message_ref(message)
+            message, cut = with_cut_args(message, self.settings.tool_args_limit, ref)
             stats.args_shortened += cut
             text = message_text(message)
             if len(text) > self.settings.assistant_text_limit:
-                short = cut_middle(
-                    text, self.settings.assistant_keep_head, self.settings.assistant_keep_tail
-                )
+                keep = (self.settings.assistant_keep_head, self.settings.assistant_keep_tail)
+                short = cut_middle(text, *keep, ref)
+                if len(short) > self.settings.assistant_text_limit:  # no room to name it
+                    short = cut_middle(text, *keep)
                 message = message.model_copy(update={"content": replace_text(message, short)})
                 stats.texts_shortened += 1
         return message
@@ -231,11 +234,15 @@ class Pruner(MessagesRunnable):
         name, args = calls.get(message.tool_call_id, (message.name or "tool", {}))
         if not isinstance(args, Mapping):
             args = {"args": args}
-        line = brief_for(
-            name, args, text, registry=self.settings.briefs, limit=self.settings.tool_output_limit
-        )
-        if images and len(line) + 12 <= self.settings.tool_output_limit:
+        # The brief ends with the original's reference, when the limit leaves room.
+        limit = self.settings.tool_output_limit
+        named = f" {format_ref(message_ref(message))}"
+        room = limit - len(named) if limit - len(named) >= 20 else limit
+        line = brief_for(name, args, text, registry=self.settings.briefs, limit=room)
+        if images and len(line) + 12 <= room:
             line += f" +{images} image(s)"
+        if room < limit:
+            line += named
         meta = {**message.response_metadata, METADATA_KEY: {"kind": "brief"}}
         stats.briefed += 1
         return message.model_copy(update={"content": line, "response_metadata": meta})

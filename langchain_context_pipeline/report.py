@@ -42,6 +42,9 @@ class CompressionReport:
     """What hard truncation removed or cut, if it ran."""
     breaker_open: bool = False
     """Whether the summarizer's circuit breaker is open after this pass."""
+    archive_failures: int = 0
+    """Originals that could not be kept in the store for recall (their references
+    are marked not recallable); 0 when nothing is archived."""
 
     @property
     def summarizer_calls(self) -> int:

@@ -34,6 +34,7 @@ from langchain_context_pipeline._units import Split, snap_forward
 from langchain_context_pipeline.digest import build_index
 from langchain_context_pipeline.errors import BudgetError
 from langchain_context_pipeline.marks import METADATA_KEY, pipeline_kind
+from langchain_context_pipeline.references import format_ref, message_ref, span_ref
 from langchain_context_pipeline.tokens import message_text, resolve_token_counter
 
 __all__ = ["TruncateStats", "hard_truncate", "truncate"]
@@ -53,7 +54,7 @@ class TruncateStats:
     """Tokens of the whole list after truncation (set by the pipeline)."""
 
 
-_NOTE_CHARS = 72
+_NOTE_CHARS = 100
 """Room for the note's first line."""
 
 
@@ -66,16 +67,21 @@ def removal_note(dropped: Sequence[BaseMessage], index_chars: int = 0) -> HumanM
     key = hashlib.sha256()
     for m in dropped:
         key.update((m.id or message_text(m)[:200]).encode("utf-8", "surrogatepass"))
-    content = f"[{len(dropped)} earlier messages were removed to fit the context window.]"
+    span = span_ref(dropped) if dropped else ""
+    named = f" ({format_ref(span)})" if span else ""
+    content = f"[{len(dropped)} earlier messages were removed to fit the context window{named}.]"
     index = build_index(dropped, index_chars, what="removed") if index_chars else ""
+    mark: dict[str, Any] = {"kind": "note", "dropped": len(dropped)}
+    if span:
+        mark["span"] = span
     return HumanMessage(
         content=f"{content}\n{index}" if index else content,
         id=f"context-note-{key.hexdigest()[:20]}",
-        response_metadata={METADATA_KEY: {"kind": "note", "dropped": len(dropped)}},
+        response_metadata={METADATA_KEY: mark},
     )
 
 
-def _slim_blocks(content: list[Any], drop_reasoning: bool) -> list[Any]:
+def _slim_blocks(content: list[Any], drop_reasoning: bool, ref: str = "") -> list[Any]:
     """Return block content with bulky blocks replaced by one-line markers.
 
     Text blocks and tool-call blocks stay (the text is cut by the caller, the
@@ -83,6 +89,7 @@ def _slim_blocks(content: list[Any], drop_reasoning: bool) -> list[Any]:
     for its content; reasoning blocks stay whole, or go whole with
     ``drop_reasoning`` (see :mod:`._blocks` for what providers accept).
     """
+    named = f" {format_ref(ref)}" if ref else ""
     out: list[Any] = []
     for block in content:
         kind = block_type(block)
@@ -94,10 +101,13 @@ def _slim_blocks(content: list[Any], drop_reasoning: bool) -> list[Any]:
         elif kind in RESULT_BLOCKS:
             key = "output" if kind == "function_call_output" else "content"
             slim = {k: v for k, v in block.items() if k in ("type", RESULT_BLOCKS[kind])}
-            out.append({**slim, key: "[result cut to fit the context window]"})
+            out.append({**slim, key: f"[result cut to fit the context window{named}]"})
         else:
             out.append(
-                {"type": "text", "text": f"[{kind or 'block'} cut to fit the context window]"}
+                {
+                    "type": "text",
+                    "text": f"[{kind or 'block'} cut to fit the context window{named}]",
+                }
             )
     return out
 
@@ -109,26 +119,30 @@ def _shrink(message: BaseMessage, excess: int, meter: Meter, drop_reasoning: boo
     middle, with a marker), then, with ``drop_reasoning``, whole reasoning blocks.
     """
     target = meter.one(message) - excess
+    # A cut names the original, unless the pipeline wrote the message itself.
+    ref = "" if pipeline_kind(message) in ("summary", "note") else message_ref(message)
     if isinstance(message, AIMessage):
         for limit in (1024, 256, 64):
-            slim = with_cut_args(message, limit)[0]
+            slim = with_cut_args(message, limit, ref)[0]
             if meter.one(slim) <= target:
                 return slim
         message = slim
     text = message_text(message)
     base = message
     if not isinstance(message.content, str):
-        base = message.model_copy(update={"content": _slim_blocks(message.content, drop_reasoning)})
+        base = message.model_copy(
+            update={"content": _slim_blocks(message.content, drop_reasoning, ref)}
+        )
     keep = max(len(text) - excess * 4 - 64, 0)
     shrunk = base
     while text:
-        cut = cut_middle(text, keep * 2 // 3, keep // 3)
+        cut = cut_middle(text, keep * 2 // 3, keep // 3, ref)
         shrunk = base.model_copy(update={"content": replace_text(base, cut)})
         if keep == 0 or meter.one(shrunk) <= target:
             break
         keep //= 2
     if meter.one(shrunk) > target and isinstance(shrunk, AIMessage):
-        shrunk = with_cut_args(shrunk, 0)[0]
+        shrunk = with_cut_args(shrunk, 0, ref)[0]
     return shrunk
 
 
@@ -308,7 +322,7 @@ def hard_truncate(
         >>> history += [HumanMessage("x" * 400) for _ in range(10)]
         >>> out = hard_truncate(history, threshold=300)
         >>> out[2].content
-        '[8 earlier messages were removed to fit the context window.]'
+        '[8 earlier messages were removed to fit the context window (ref=d500d5e2).]'
     """
     check_int("threshold", threshold, 1)
     items = coerce_messages(messages)

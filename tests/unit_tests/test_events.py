@@ -19,7 +19,15 @@ from langchain_context_pipeline._events import (
 )
 from langchain_context_pipeline.report import CompressionReport
 
-ENTRY_POINTS = {"langgraph.py", "middleware.py", "deepagents.py", "_stream.py", "__main__.py"}
+ENTRY_POINTS = {
+    "langgraph.py",
+    "middleware.py",
+    "deepagents.py",
+    "_stream.py",
+    "__main__.py",
+    "recall.py",
+    "_archive.py",
+}
 
 
 def long_history(turns: int = 40) -> list:
