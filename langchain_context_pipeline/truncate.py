@@ -23,7 +23,7 @@ from langchain_context_pipeline._meter import Meter
 from langchain_context_pipeline._trim import cut_middle, with_cut_args
 from langchain_context_pipeline._units import Split, snap_forward
 from langchain_context_pipeline.digest import build_index
-from langchain_context_pipeline.marks import METADATA_KEY, pipeline_kind
+from langchain_context_pipeline.marks import pipeline_kind, pipeline_mark
 from langchain_context_pipeline.tokens import message_text, resolve_token_counter
 
 __all__ = ["TruncateStats", "hard_truncate", "truncate"]
@@ -60,10 +60,12 @@ def removal_note(dropped: Sequence[BaseMessage], index_chars: int = 0) -> HumanM
         key.update((m.id or message_text(m)[:200]).encode("utf-8", "surrogatepass"))
     content = f"[{len(dropped)} earlier messages were removed to fit the context window.]"
     index = build_index(dropped, index_chars, what="removed") if index_chars else ""
+    content = f"{content}\n{index}" if index else content
+    note_id = f"context-note-{key.hexdigest()[:20]}"
     return HumanMessage(
-        content=f"{content}\n{index}" if index else content,
-        id=f"context-note-{key.hexdigest()[:20]}",
-        response_metadata={METADATA_KEY: {"kind": "note", "dropped": len(dropped)}},
+        content=content,
+        id=note_id,
+        response_metadata=pipeline_mark("note", content, note_id, dropped=len(dropped)),
     )
 
 
