@@ -13,7 +13,8 @@ hook and the middleware call it. At every turn:
 - the long-lived pipeline's output equals a fresh instance's, given the same
   carried summary (invariant 4: memos and breakers change nothing).
 
-Under ``HYPOTHESIS_PROFILE=ci`` each property runs 2,000 runs of up to six turns.
+Under ``HYPOTHESIS_PROFILE=ci`` each property replays 1,000 runs of two to eight
+turns (``LOOP_EXAMPLES`` overrides it).
 """
 
 from __future__ import annotations
@@ -30,8 +31,11 @@ from langchain_context_pipeline._units import is_system
 from langchain_context_pipeline.report import CompressionResult
 from langchain_context_pipeline.tokens import message_text
 
-LOOP_EXAMPLES = 2_000 if os.environ.get("HYPOTHESIS_PROFILE") == "ci" else 40
-"""Runs per property: 2,000 in CI (the whole loop, not single calls)."""
+LOOP_EXAMPLES = int(
+    os.environ.get("LOOP_EXAMPLES", 1_000 if os.environ.get("HYPOTHESIS_PROFILE") == "ci" else 40)
+)
+"""Runs per property (each of two to eight turns, so about 5,000 calls in CI); set
+``LOOP_EXAMPLES=2000`` for a longer run."""
 
 
 def replay(run: Run, *, fresh: bool) -> list[tuple[list[BaseMessage], CompressionResult]]:
