@@ -181,10 +181,11 @@ class ContextPipeline(MessagesRunnable):
     ) -> tuple[int, int] | None:
         """Return the span ``[start, stop)`` a carried summary stands for, if it applies.
 
-        It applies when the message it covers through is there, after the head, and
-        ends a unit (so putting the summary in its place orphans nothing).
+        It applies when its signed mark verifies, when the message it covers through
+        is there, after the head, and ends a unit (so putting the summary in its
+        place orphans nothing).
         """
-        if carried is None:
+        if carried is None or not carried.verified:
             return None
         through = next((i for i, m in enumerate(messages) if m.id == carried.through), None)
         if through is None or through < where.head_end or through + 1 not in where.unit_ends:
@@ -287,7 +288,7 @@ class ContextPipeline(MessagesRunnable):
             if memory is not None and where.tail_start >= substituted_end:
                 yield from self._remember(memory, prefixes, work, where, shift, report)
             report.stages.append("condense")
-            report.breaker_open = self.condenser.breaker.is_open
+            report.breaker_open = report.condense.breaker_open
             tokens = report.condense.tokens_after = meter.total(work)
             where = Split.of(work, self.settings.head_count)
 

@@ -26,6 +26,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_context_pipeline._checks import check_int
 from langchain_context_pipeline._meter import Meter
 from langchain_context_pipeline._runnable import MessagesRunnable
+from langchain_context_pipeline._snapshot import message_snapshot
 from langchain_context_pipeline._trim import cut_middle, replace_text, with_cut_args
 from langchain_context_pipeline._units import Split
 from langchain_context_pipeline.briefs import brief_for
@@ -42,31 +43,26 @@ _MEMO_SIZE = 50_000
 
 @dataclass(frozen=True)
 class _Pruned:
-    """One remembered pruning: what went in (by identity) and what came out.
+    """One remembered pruning: what went in and what came out.
 
     The message itself is held weakly, so the memo keeps no conversation alive;
-    its entry goes when the message does.
+    its entry goes when the message does. ``state`` is a snapshot of every field
+    of the message and of the call it answers: an edit in place misses.
     """
 
     source: weakref.ref[BaseMessage]
-    content: Any
-    tool_calls: Any
-    call: tuple[str, Any] | None
+    state: Any
     result: BaseMessage | None
     """The pruned copy, or None when pruning left the message as it was."""
-    briefed: int
-    args_shortened: int
-    texts_shortened: int
+    result_state: Any
+    """A snapshot of the pruned copy: a copy edited after it was handed out misses."""
+    stats: PruneStats
 
-    def matches(self, message: BaseMessage, tool_calls: Any, call: tuple[str, Any] | None) -> bool:
-        """Whether this result is for ``message`` as it is now, answering ``call``."""
-        if self.source() is not message or self.content is not message.content:
+    def matches(self, message: BaseMessage, state: Any) -> bool:
+        """Whether this result is for ``message`` as it is now, answering the same call."""
+        if self.source() is not message or self.state != state:
             return False
-        if self.tool_calls is not tool_calls:
-            return False
-        if call is None or self.call is None:
-            return call is self.call
-        return self.call[0] == call[0] and self.call[1] is call[1]
+        return self.result is None or message_snapshot(self.result) == self.result_state
 
 
 @dataclass
@@ -81,6 +77,12 @@ class PruneStats:
     """AI messages whose text was cut to its head and tail."""
     tokens_after: int = 0
     """Tokens of the whole list after pruning (set by the pipeline)."""
+
+    def add(self, other: PruneStats) -> None:
+        """Add the counts of ``other`` (one message's pruning) to these."""
+        self.briefed += other.briefed
+        self.args_shortened += other.args_shortened
+        self.texts_shortened += other.texts_shortened
 
 
 class Pruner(MessagesRunnable):
@@ -168,19 +170,21 @@ class Pruner(MessagesRunnable):
 
         An agent sends the same old messages at every turn; pruning them again would
         give the same bytes. A result is reused only for the very same message object
-        whose content, tool calls and answered call are the very same objects (an
-        attribute set anew, or another call, misses).
+        whose fields, down to every string, and answered call are as they were (see
+        :mod:`._snapshot`): an edit in place, an attribute set anew, or another
+        call, misses, so the memo never returns what a fresh Pruner would not.
         """
         call = calls.get(message.tool_call_id) if isinstance(message, ToolMessage) else None
-        tool_calls = message.tool_calls if isinstance(message, AIMessage) else None
+        state = message_snapshot(message, call)
         hit = self._memo.get(id(message))
-        if hit is not None and hit.matches(message, tool_calls, call):
-            stats.briefed += hit.briefed
-            stats.args_shortened += hit.args_shortened
-            stats.texts_shortened += hit.texts_shortened
+        if hit is not None and state is not None and hit.matches(message, state):
+            stats.add(hit.stats)
             return message if hit.result is None else hit.result
         own = PruneStats()
         result = self._prune_one(message, calls, own)
+        stats.add(own)
+        if state is None:  # too deeply nested to snapshot: not remembered
+            return result
         if len(self._memo) >= _MEMO_SIZE:
             self._memo.clear()
         key = id(message)
@@ -189,19 +193,14 @@ class Pruner(MessagesRunnable):
         def forget(_: object, key: int = key) -> None:
             memo.pop(key, None)
 
+        kept = None if result is message else result
         memo[key] = _Pruned(
             weakref.ref(message, forget),
-            message.content,
-            tool_calls,
-            call,
-            None if result is message else result,
-            own.briefed,
-            own.args_shortened,
-            own.texts_shortened,
+            state,
+            kept,
+            None if kept is None else message_snapshot(kept),
+            own,
         )
-        stats.briefed += own.briefed
-        stats.args_shortened += own.args_shortened
-        stats.texts_shortened += own.texts_shortened
         return result
 
     def _prune_one(

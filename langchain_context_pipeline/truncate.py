@@ -33,7 +33,7 @@ from langchain_context_pipeline._trim import cut_middle, replace_text, with_cut_
 from langchain_context_pipeline._units import Split, snap_forward
 from langchain_context_pipeline.digest import build_index
 from langchain_context_pipeline.errors import BudgetError
-from langchain_context_pipeline.marks import METADATA_KEY, pipeline_kind
+from langchain_context_pipeline.marks import pipeline_kind, pipeline_mark
 from langchain_context_pipeline.references import format_ref, message_ref, span_ref
 from langchain_context_pipeline.tokens import message_text, resolve_token_counter
 
@@ -71,13 +71,15 @@ def removal_note(dropped: Sequence[BaseMessage], index_chars: int = 0) -> HumanM
     named = f" ({format_ref(span)})" if span else ""
     content = f"[{len(dropped)} earlier messages were removed to fit the context window{named}.]"
     index = build_index(dropped, index_chars, what="removed") if index_chars else ""
-    mark: dict[str, Any] = {"kind": "note", "dropped": len(dropped)}
+    content = f"{content}\n{index}" if index else content
+    note_id = f"context-note-{key.hexdigest()[:20]}"
+    fields: dict[str, Any] = {"dropped": len(dropped)}
     if span:
-        mark["span"] = span
+        fields["span"] = span
     return HumanMessage(
-        content=f"{content}\n{index}" if index else content,
-        id=f"context-note-{key.hexdigest()[:20]}",
-        response_metadata={METADATA_KEY: mark},
+        content=content,
+        id=note_id,
+        response_metadata=pipeline_mark("note", content, note_id, **fields),
     )
 
 

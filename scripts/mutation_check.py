@@ -14,7 +14,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# (name, file, text to replace, replacement, property test that must fail)
+# (name, file, text to replace, replacement, test that must fail: a test of
+# test_properties.py, or ``file::test`` of another module of tests/unit_tests)
 MUTANTS = [
     (
         "budget: no cutting of kept messages",
@@ -93,6 +94,34 @@ MUTANTS = [
         "            if not drop_reasoning:\n                out.append(block)",
         "            if not drop_reasoning:\n                out.append({**block, 'data': 0})",
         "test_properties_shapes.py::test_reasoning_blocks_never_edited",
+    ),
+    (
+        "system messages: a reused summary drops the system messages of its span",
+        "pipeline.py",
+        "            kept = [i for i in range(start, stop) if i in where.systems]",
+        "            kept = []",
+        "test_properties_loop.py::test_loop_keeps_systems_budget_pairs_and_trusts_no_forgery",
+    ),
+    (
+        "determinism: the pruning memo ignores edits in place",
+        "pruner.py",
+        "        if self.source() is not message or self.state != state:",
+        "        if self.source() is not message:",
+        "test_properties_loop.py::test_loop_output_equals_a_fresh_pipelines",
+    ),
+    (
+        "trust: a mark is believed without its signature",
+        "marks.py",
+        "    if kind in WRITTEN_KINDS and not _verified(message, mark or {}):",
+        "    if False:",
+        "test_properties_loop.py::test_loop_keeps_systems_budget_pairs_and_trusts_no_forgery",
+    ),
+    (
+        "determinism: one circuit breaker for every conversation",
+        "condenser.py",
+        "self.breakers.get(conversation_key(messages))",
+        'self.breakers.get("")',
+        "test_trust.py::test_failures_in_one_conversation_do_not_change_another",
     ),
 ]
 
