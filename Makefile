@@ -6,7 +6,7 @@ VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: install demo test lint typecheck unit integration notebooks bench bench-quick test-real-llm mutation-check clean
+.PHONY: install demo test lint typecheck unit integration package-check notebooks bench bench-quick test-real-llm mutation-check clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -34,8 +34,12 @@ unit: install
 integration: install
 	bash scripts/with-postgres.sh $(BIN)/python -m pytest tests/integration_tests -q
 
+package-check: install
+	bash scripts/check-package.sh $(BIN)/python
+
 test: lint typecheck
 	bash scripts/with-postgres.sh $(BIN)/python -m pytest tests -q
+	bash scripts/check-package.sh $(BIN)/python
 
 bench: install
 	$(BIN)/python -m benchmarks.run --out BENCHMARKS.md

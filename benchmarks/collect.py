@@ -33,6 +33,7 @@ PACKAGES = (
     "langchain",
     "langgraph",
     "langmem",
+    "deepagents",
     "tiktoken",
     "pydantic",
 )

@@ -155,6 +155,31 @@ class OursCondense(_OursPipeline):
         )
 
 
+class OursChain(_OursPipeline):
+    key = "ours_lcel"
+    label = "ours: LCEL chain per turn"
+    summarises = True
+
+    def _build(self) -> ContextPipeline:
+        return ContextPipeline(threshold=self.window, tail_budget=self.tail, model=self.fake)
+
+    def step(self, history: list[BaseMessage], new: list[BaseMessage]) -> list[BaseMessage]:
+        # As ``prompt | pipeline | model`` does: the growing history, no carried summary;
+        # one pipeline instance serves every transcript, as one chain serves every user.
+        result = self._timed(lambda: self.pipeline.compress(history))
+        self.all_reports.append(result.report.as_dict())
+        if result.report.summary_source is not None:
+            self.summaries += 1
+        return list(result.messages)
+
+    def describe(self) -> str:
+        return (
+            f"`ContextPipeline(threshold={self.window}, tail_budget={self.tail}, model=fake)`"
+            " called on the growing history each turn with no carried summary, as "
+            "`prompt | pipeline | model` calls it (one instance for every transcript)"
+        )
+
+
 class OursDefault(_OursPipeline):
     key = "ours_default"
     label = "ours: default (prune + truncate)"
@@ -307,14 +332,92 @@ class TrimMessages(Strategy):
         )
 
 
+class DeepAgentsSummarization(Strategy):
+    """deepagents' own context management, with its real middleware classes.
+
+    ``create_summarization_middleware`` (what ``create_deep_agent`` puts in every
+    stack) over a model whose profile is the window: summarises at 85% of it and
+    keeps 10%, cuts old ``write_file``/``edit_file`` arguments, offloads the
+    summarised history to a file (a ``FilesystemBackend`` in a temporary
+    directory), raises ``ContextOverflowError`` when still over. Its
+    ``wrap_model_call`` runs around a capturing handler; its private state (the
+    summary event, the session id) and its message replacements are carried
+    between turns as the agent's state would carry them.
+    """
+
+    key = "deepagents"
+    label = "deepagents (create_deep_agent default)"
+    summarises = True
+
+    def __init__(self, window: int, fake: FakeSummarizer) -> None:
+        super().__init__(window, fake)
+        import tempfile
+
+        from deepagents.backends.filesystem import FilesystemBackend
+        from deepagents.middleware.summarization import create_summarization_middleware
+
+        fake.profile = {"max_input_tokens": window}  # its defaults follow the profile
+        self.files = tempfile.TemporaryDirectory(prefix="bench-deepagents-")
+        backend = FilesystemBackend(root_dir=self.files.name, virtual_mode=True)
+        self.middleware = create_summarization_middleware(fake, backend)
+        self.private: dict[str, Any] = {}
+        self.state: list[BaseMessage] = []
+        self.system: SystemMessage | None = None
+        self.started = False
+        self.captured: list[BaseMessage] = []
+
+    def start(self) -> None:
+        super().start()
+        self.private = {}
+        self.state = []
+        self.system = None
+        self.started = False
+
+    def _handler(self, request: ModelRequest[Any]) -> AIMessage:
+        system = [request.system_message] if request.system_message is not None else []
+        self.captured = [*system, *request.messages]
+        return AIMessage(content="")
+
+    def step(self, history: list[BaseMessage], new: list[BaseMessage]) -> list[BaseMessage]:
+        if not self.started:
+            self.system, new = _split_system(new)
+            self.started = True
+        self.state = add_messages(self.state, new)  # type: ignore[arg-type]
+        request = ModelRequest(
+            model=self.fake,
+            messages=list(self.state),
+            system_message=self.system,
+            state={"messages": list(self.state), **self.private},  # type: ignore[typeddict-item]
+        )
+        response = self._timed(lambda: self.middleware.wrap_model_call(request, self._handler))
+        command = getattr(response, "command", None)
+        update = dict(command.update) if command is not None and command.update else {}
+        if update.get("messages"):
+            self.state = add_messages(self.state, update.pop("messages"))  # type: ignore[arg-type]
+        if update.get("_summarization_event") is not None:
+            self.summaries += 1
+        self.private.update(update)
+        return self.captured
+
+    def describe(self) -> str:
+        return (
+            "deepagents `create_summarization_middleware(model, FilesystemBackend(tmp))` "
+            f"with the model's profile `max_input_tokens={self.window}` (its defaults: "
+            "trigger 85%, keep 10%, `count_tokens_approximately`), `wrap_model_call` "
+            "around a capturing handler, its private state carried"
+        )
+
+
 STRATEGIES: tuple[type[Strategy], ...] = (
     NoManagement,
     OursPruneOnly,
     OursCondense,
+    OursChain,
     OursDefault,
     LCSummarization,
     LCContextEditing,
     LangmemSummarization,
     TrimMessages,
+    DeepAgentsSummarization,
 )
 """Every strategy, in the order of the report."""

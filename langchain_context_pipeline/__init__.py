@@ -8,11 +8,13 @@ from langchain_context_pipeline.briefs import BUILTIN_BRIEFS, BriefFunction, bri
 from langchain_context_pipeline.carried import SUMMARY_STATE_KEY, CarriedSummary
 from langchain_context_pipeline.condenser import Condenser, CondenseStats
 from langchain_context_pipeline.digest import DIGEST
+from langchain_context_pipeline.errors import BudgetError
 from langchain_context_pipeline.marks import CONDENSED_TAG, is_pipeline_summary
 from langchain_context_pipeline.pipeline import ContextPipeline
 from langchain_context_pipeline.pruner import Pruner, PruneStats
 from langchain_context_pipeline.report import CompressionReport, CompressionResult
 from langchain_context_pipeline.settings import CondenseSettings, PipelineSettings, PruneSettings
+from langchain_context_pipeline.summary_memory import SummaryMemory
 from langchain_context_pipeline.tokens import (
     TokenCounter,
     estimate_tokens,
@@ -27,6 +29,7 @@ __all__ = [
     "DIGEST",
     "SUMMARY_STATE_KEY",
     "BriefFunction",
+    "BudgetError",
     "CarriedSummary",
     "CompressionReport",
     "CompressionResult",
@@ -38,6 +41,7 @@ __all__ = [
     "PruneSettings",
     "PruneStats",
     "Pruner",
+    "SummaryMemory",
     "TokenCounter",
     "TruncateStats",
     "brief_for",

@@ -13,13 +13,14 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from langchain_context_pipeline._blocks import CALL_BLOCKS, block_call_id, block_type
+
 __all__ = [
     "FILE_TOKENS",
     "IMAGE_TOKENS",
     "content_parts",
     "countable_parts",
     "dumps",
-    "tool_call_ids",
 ]
 
 IMAGE_TOKENS = 1600
@@ -36,29 +37,72 @@ _IMAGE_BLOCK_TYPES = frozenset({"image", "image_url", "input_image"})
 _MEDIA_BLOCK_TYPES = frozenset(
     {"file", "input_file", "document", "audio", "input_audio", "video", "media"}
 )
-_TOOL_CALL_BLOCK_TYPES = frozenset({"tool_use", "tool_call", "function_call"})
 _TEXT_BLOCK_TYPES = frozenset({"text", "input_text", "output_text", "text-plain"})
 # Keys of a block that are bookkeeping, not sent to the model as text.
 _SKIPPED_KEYS = frozenset({"type", "cache_control", "index", "citations", "extras"})
+# Tool calls, tool results and reasoning blocks are known to `_blocks`: a call block
+# that repeats a `tool_calls` entry is skipped (counted once, from `tool_calls`);
+# results and reasoning (thinking text and signature, redacted data, encrypted
+# content) are counted by every value they send.
 
 # One encoder for every count: json.dumps with options builds a new one per call.
 _ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
 
 
 def dumps(value: Any) -> str:
+    """Write ``value`` as JSON (non-ASCII kept); any depth, cycles and huge ints summarized."""
     try:
         return _ENCODER.encode(value)
-    except (ValueError, RecursionError):  # circular or absurdly deep: count its repr
-        return repr(value)
+    except (ValueError, RecursionError):  # circular, huge ints or deep: write it by hand
+        return _dumps_flat(value)
 
 
-def tool_call_ids(message: BaseMessage) -> list[str]:
-    """Return the ids of the tool calls an AIMessage makes (valid and invalid)."""
+class _Piece(str):
+    """Literal JSON punctuation on the work stack of :func:`_dumps_flat`."""
+
+
+def _dumps_flat(value: Any) -> str:
+    """Write JSON-like ``value`` without recursion (any depth; cycles and huge ints summarized)."""
+    parts: list[str] = []
+    stack: list[Any] = [value]
+    seen: set[int] = set()
+    while stack:
+        item = stack.pop()
+        if isinstance(item, _Piece):
+            parts.append(item)
+        elif isinstance(item, dict | list | tuple):
+            if id(item) in seen:
+                parts.append('"[cycle]"')
+                continue
+            seen.add(id(item))
+            pairs = item.items() if isinstance(item, dict) else enumerate(item)
+            opening, closing = ("{", "}") if isinstance(item, dict) else ("[", "]")
+            todo: list[Any] = [_Piece(opening)]
+            for n, (key, sub) in enumerate(pairs):
+                if n:
+                    todo.append(_Piece(", "))
+                if isinstance(item, dict):
+                    todo.append(_Piece(_ENCODER.encode(str(key)) + ": "))
+                todo.append(sub)
+            todo.append(_Piece(closing))
+            stack.extend(reversed(todo))
+        elif isinstance(item, int) and not isinstance(item, bool) and item.bit_length() > 9000:
+            parts.append("9" * (int(item.bit_length() * 0.30103) + 1))
+        else:
+            try:
+                parts.append(_ENCODER.encode(item))
+            except (ValueError, RecursionError):
+                parts.append(_ENCODER.encode(str(item)))
+    return "".join(parts)
+
+
+def _listed_call_ids(message: BaseMessage) -> frozenset[str]:
+    """Return the ids of the calls counted from ``tool_calls``/``invalid_tool_calls``."""
     if not isinstance(message, AIMessage):
-        return []
+        return frozenset()
     ids = [c.get("id") for c in message.tool_calls]
     ids += [c.get("id") for c in message.invalid_tool_calls]
-    return [i for i in ids if isinstance(i, str) and i]
+    return frozenset(i for i in ids if isinstance(i, str) and i)
 
 
 def _inline_document_text(block: dict[str, Any]) -> list[Any] | str | None:
@@ -83,13 +127,13 @@ def _block_parts(block: Any, texts: list[str], skip_ids: frozenset[str]) -> int:
     if not isinstance(block, dict):
         texts.append(str(block))
         return 0
-    kind = block.get("type")
+    kind = block_type(block)
     if kind in _TEXT_BLOCK_TYPES and isinstance(block.get("text"), str):
         texts.append(block["text"])
         return 0
     if kind in _IMAGE_BLOCK_TYPES:
         return IMAGE_TOKENS
-    if kind in _TOOL_CALL_BLOCK_TYPES and block.get("id") in skip_ids:
+    if kind in CALL_BLOCKS and block_call_id(block) in skip_ids:
         return 0  # the same call is counted once, from `tool_calls`
     if kind in _MEDIA_BLOCK_TYPES:
         inline = _inline_document_text(block)
@@ -125,7 +169,7 @@ def content_parts(message: BaseMessage) -> tuple[list[str], int]:
         if content:
             texts.append(content)
     else:
-        skip = frozenset(tool_call_ids(message))
+        skip = _listed_call_ids(message)
         for block in content:
             fixed += _block_parts(block, texts, skip)
     return texts, fixed

@@ -30,6 +30,7 @@ RUN_NAME = "context_condenser"
 """The name of the summarizer's run in traces."""
 
 T = TypeVar("T")
+R = TypeVar("R")
 
 Reply = Any
 """What the summarizer answered: a message, text, None, or the exception it raised."""
@@ -147,7 +148,7 @@ async def acall_model(
 Plan = Generator[SummaryRequest, Reply, T]
 
 
-def drive(plan: Plan[T], answer: Callable[[SummaryRequest], Reply]) -> T:
+def drive(plan: Generator[R, Reply, T], answer: Callable[[R], Reply]) -> T:
     """Run a planner, answering each request with ``answer``."""
     try:
         request = next(plan)
@@ -157,7 +158,7 @@ def drive(plan: Plan[T], answer: Callable[[SummaryRequest], Reply]) -> T:
         return done.value  # type: ignore[no-any-return]
 
 
-async def adrive(plan: Plan[T], answer: Callable[[SummaryRequest], Any]) -> T:
+async def adrive(plan: Generator[R, Reply, T], answer: Callable[[R], Any]) -> T:
     """Run a planner, answering each request with the awaitable ``answer``."""
     try:
         request = next(plan)

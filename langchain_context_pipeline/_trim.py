@@ -7,64 +7,127 @@ output gives the same bytes (and a provider's prompt cache keeps its prefix).
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from langchain_context_pipeline._blocks import cut_call_arguments
 
-def cut_end(text: str, limit: int) -> str:
-    """Cut ``text`` to at most ``limit`` chars, ending with a marker of what was cut."""
+
+def cut_end(text: str, limit: int, ref: str = "") -> str:
+    """Cut ``text`` to at most ``limit`` chars, ending with a marker of what was cut.
+
+    With ``ref``, the marker names the original (``…[+N chars ref=ab12cd34]``).
+    """
     if len(text) <= limit:
         return text
-    keep = limit - len(f"…[+{len(text)} chars]")
+    named = f" ref={ref}" if ref else ""
+    keep = limit - len(f"…[+{len(text)} chars{named}]")
     if keep <= 0:
         return text[: max(limit, 0)]
-    return f"{text[:keep]}…[+{len(text) - keep} chars]"
+    return f"{text[:keep]}…[+{len(text) - keep} chars{named}]"
 
 
-def cut_middle(text: str, keep_head: int, keep_tail: int) -> str:
-    """Keep the first ``keep_head`` and last ``keep_tail`` chars, with a marker between."""
+def cut_middle(text: str, keep_head: int, keep_tail: int, ref: str = "") -> str:
+    """Keep the first ``keep_head`` and last ``keep_tail`` chars, with a marker between.
+
+    With ``ref``, the marker names the original (``[… N chars trimmed ref=ab12cd34 …]``).
+    """
     removed = len(text) - keep_head - keep_tail
     if removed <= 0:
         return text
     tail = text[len(text) - keep_tail :] if keep_tail > 0 else ""
-    return f"{text[:keep_head]}\n[… {removed:,} chars trimmed …]\n{tail}"
+    named = f" ref={ref}" if ref else ""
+    return f"{text[:keep_head]}\n[… {removed:,} chars trimmed{named} …]\n{tail}"
 
 
-def cut_json(value: Any, limit: int) -> Any:
-    """Cut every string inside a JSON-like value to ``limit`` chars, recursively."""
+MAX_DEPTH = 32
+"""Containers nested deeper than this inside tool arguments are replaced by a marker."""
+
+
+def _marker(text: str, limit: int) -> str:
+    return cut_end(text, max(limit, 0))
+
+
+def _cut(value: Any, limit: int, depth: int, ref: str = "") -> tuple[Any, int]:
+    """Return ``value`` cut to ``limit`` and its approximate JSON size in chars."""
     if isinstance(value, str):
-        return cut_end(value, limit)
+        out = cut_end(value, limit, ref)
+        return out, len(out) + 2
+    if isinstance(value, bool) or value is None:
+        return value, 5
+    if isinstance(value, int):
+        # bit_length, not str(): huge ints refuse str() past 4,300 digits.
+        digits = int(value.bit_length() * 0.30103) + 1
+        if digits > max(limit, 20):
+            out = _marker(f"…[{digits:,}-digit number]", limit)
+            return out, len(out) + 2
+        return value, digits + 1
+    if isinstance(value, float):
+        return value, len(repr(value))
+    if not isinstance(value, dict | list | tuple):
+        return _cut(str(value), limit, depth, ref)
+    if depth >= MAX_DEPTH:
+        out = _marker(f"…[value nested over {MAX_DEPTH} levels deep]", limit)
+        return out, len(out) + 2
+    # A container is cut only when well over the limit, to a size well under that
+    # trigger: the hysteresis makes the cut a fixed point.
+    trigger = max(4 * limit, limit + 64)
     if isinstance(value, dict):
-        return {key: cut_json(item, limit) for key, item in value.items()}
-    if isinstance(value, list | tuple):
-        return [cut_json(item, limit) for item in value]
-    return value
+        entries: list[tuple[Any, Any, int]] = []
+        for key, item in value.items():
+            new_key = cut_end(key, limit) if isinstance(key, str) else key
+            new_item, size = _cut(item, limit, depth + 1, ref)
+            entries.append((new_key, new_item, size + len(str(new_key)) + 4))
+        total = sum(size for _, _, size in entries) + 2
+        if total <= trigger:
+            return {key: item for key, item, _ in entries}, total
+        kept: dict[Any, Any] = {}
+        used = 2
+        for key, item, size in entries:
+            if used + size > limit:
+                break
+            kept[key] = item
+            used += size
+        note = _marker(f"[+{len(entries) - len(kept):,} more keys]", limit)
+        kept["…"] = note
+        return kept, used + len(note) + 7
+    items = [_cut(item, limit, depth + 1, ref) for item in value]
+    total = sum(size + 1 for _, size in items) + 2
+    if total <= trigger:
+        return [item for item, _ in items], total
+    out_items: list[Any] = []
+    used = 2
+    for item, size in items:
+        if used + size + 1 > limit:
+            break
+        out_items.append(item)
+        used += size + 1
+    note = _marker(f"…[+{len(items) - len(out_items):,} more items]", limit)
+    out_items.append(note)
+    return out_items, used + len(note) + 3
 
 
-def has_long_string(value: Any, limit: int) -> bool:
-    """Return whether any string inside a JSON-like value is longer than ``limit``."""
-    # A loop, not recursion: this runs on every old tool call at every turn.
-    stack = [value]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, str):
-            if len(item) > limit:
-                return True
-        elif isinstance(item, dict):
-            stack.extend(item.values())
-        elif isinstance(item, list | tuple):
-            stack.extend(item)
-    return False
+def cut_json(value: Any, limit: int, ref: str = "") -> Any:
+    """Cut a JSON-like value so no part of it is oversized, with visible markers.
+
+    Every string is cut to ``limit`` chars; a number longer than ``limit`` digits,
+    a list or dict far larger than ``limit`` chars (its first entries within
+    ``limit`` are kept, then a marker of how many went) and anything nested over
+    :data:`MAX_DEPTH` levels deep are replaced by a marker. Cutting a cut value
+    with the same limit returns it unchanged. With ``ref``, each cut string's
+    marker names the original message.
+    """
+    return _cut(value, limit, 0, ref)[0]
 
 
 def replace_text(message: BaseMessage, text: str) -> Any:
     """Return the message's content with its text replaced by ``text``.
 
     String content becomes ``text``; in block content the first text block takes
-    ``text``, the other text blocks go, and non-text blocks (images, tool calls,
-    reasoning) stay where they were.
+    ``text`` (keeping its other keys: a Responses ``id`` and ``annotations``,
+    Anthropic ``citations``), the other text blocks go, and non-text blocks
+    (images, tool calls, reasoning) stay where they were.
     """
     content = message.content
     if isinstance(content, str):
@@ -78,54 +141,20 @@ def replace_text(message: BaseMessage, text: str) -> Any:
         if not is_text:
             out.append(block)
         elif not placed:
-            out.append({"type": "text", "text": text})
+            out.append({**block, "text": text} if isinstance(block, dict) else text)
             placed = True
     if not placed:
         out.insert(0, {"type": "text", "text": text})
     return out
 
 
-def with_cut_args(message: AIMessage, limit: int) -> tuple[AIMessage, bool]:
+def with_cut_args(message: AIMessage, limit: int, ref: str = "") -> tuple[AIMessage, bool]:
     """Return a copy of ``message`` whose tool-call arguments are cut to ``limit`` chars.
 
-    The same cut reaches every place the arguments live: ``tool_calls``,
-    ``invalid_tool_calls`` (string arguments), ``tool_use`` blocks in the content and
-    OpenAI-style ``additional_kwargs["tool_calls"]``, so no provider sees the old ones.
+    With ``ref``, each cut's marker names the original message. The same cut
+    (:func:`cut_json`) reaches every copy of the arguments a provider would send (see
+    :func:`~langchain_context_pipeline._blocks.cut_call_arguments`). Returns the message
+    itself and False when nothing is oversized.
     """
-    if not any(has_long_string(c["args"], limit) for c in message.tool_calls) and not any(
-        has_long_string(c.get("args"), limit) for c in message.invalid_tool_calls
-    ):
-        return message, False
-    new_calls = [{**c, "args": cut_json(c["args"], limit)} for c in message.tool_calls]
-    new_invalid = [
-        {**c, "args": cut_end(str(c.get("args")), limit)} if isinstance(c.get("args"), str) else c
-        for c in message.invalid_tool_calls
-    ]
-    changed = new_calls != message.tool_calls or new_invalid != message.invalid_tool_calls
-    if not changed:
-        return message, False
-    args_by_id = {c.get("id"): c["args"] for c in new_calls}
-    update: dict[str, Any] = {"tool_calls": new_calls, "invalid_tool_calls": new_invalid}
-    if not isinstance(message.content, str):
-        blocks: list[Any] = []
-        for block in message.content:
-            if (
-                isinstance(block, dict)
-                and block.get("type") in ("tool_use", "tool_call")
-                and block.get("id") in args_by_id
-            ):
-                key = "input" if "input" in block else "args"
-                block = {**block, key: args_by_id[block.get("id")]}
-            blocks.append(block)
-        update["content"] = blocks
-    raw_calls = message.additional_kwargs.get("tool_calls")
-    if isinstance(raw_calls, list):
-        raw_out: list[Any] = []
-        for raw in raw_calls:
-            fn = raw.get("function") if isinstance(raw, dict) else None
-            if isinstance(fn, dict) and raw.get("id") in args_by_id:
-                args_json = json.dumps(args_by_id[raw.get("id")], ensure_ascii=False)
-                raw = {**raw, "function": {**fn, "arguments": args_json}}
-            raw_out.append(raw)
-        update["additional_kwargs"] = {**message.additional_kwargs, "tool_calls": raw_out}
-    return message.model_copy(update=update), True
+    out = cut_call_arguments(message, lambda value: cut_json(value, limit, ref))
+    return out, out is not message

@@ -15,11 +15,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
 
-from langchain_core.messages import BaseMessage, ChatMessage, SystemMessage, ToolMessage
+from langchain_core.messages import BaseMessage, ChatMessage, SystemMessage
 
+from langchain_context_pipeline._blocks import pair_results
 from langchain_context_pipeline._meter import Meter
 from langchain_context_pipeline.marks import WRITTEN_KINDS, pipeline_kind
-from langchain_context_pipeline.tokens import tool_call_ids
 
 Unit = tuple[int, int]
 """A unit as a half-open index range ``(start, end)``."""
@@ -40,21 +40,17 @@ def is_system(message: BaseMessage) -> bool:
 def group_units(messages: Sequence[BaseMessage]) -> list[Unit]:
     """Split messages into units, as half-open index ranges ``(start, end)``.
 
-    A unit runs from an AIMessage with tool calls to the last ToolMessage that
-    answers one of its calls; overlapping runs merge. Orphan ToolMessages and
-    unanswered calls are tolerated as units of their own.
+    A unit runs from an AIMessage with tool calls to the last message that answers
+    one of its calls (a ``ToolMessage``, or an Anthropic ``tool_result`` / Responses
+    ``function_call_output`` block); overlapping runs merge. Each result answers the
+    nearest preceding open call of its id (see :func:`~._blocks.pair_results`).
+    Orphan results and unanswered calls are tolerated as units of their own.
     """
     n = len(messages)
     end_of = list(range(1, n + 1))
-    open_calls: dict[str, int] = {}
-    for index, message in enumerate(messages):
-        if isinstance(message, ToolMessage):
-            start = open_calls.get(message.tool_call_id)
-            if start is not None:
-                end_of[start] = max(end_of[start], index + 1)
-        else:
-            for cid in tool_call_ids(message):
-                open_calls[cid] = index
+    for index, starts in pair_results(messages).items():
+        for start in starts:
+            end_of[start] = max(end_of[start], index + 1)
     units: list[Unit] = []
     start = 0
     while start < n:
@@ -113,11 +109,14 @@ class Split:
         """The indices at which a unit ends (valid cut points)."""
         return frozenset(end for _, end in self.units)
 
-    def with_tail(self, messages: Sequence[BaseMessage], budget: int, meter: Meter) -> Split:
+    def with_tail(
+        self, messages: Sequence[BaseMessage], budget: int, meter: Meter, step: int = 0
+    ) -> Split:
         """Return this split with the protected tail: newest whole units within ``budget``.
 
         The last unit is always in the tail, whatever its size; the tail never
-        reaches into the head. The start snaps to a checkpoint (see :func:`snap_forward`).
+        reaches into the head. The start snaps to a checkpoint (see :func:`snap_forward`)
+        every ``max(step, budget // 2)`` tokens.
         """
         if not self.units:
             return replace(self, tail_start=0)
@@ -133,7 +132,8 @@ class Split:
             start = unit_start
         start = max(start, self.head_end)
         return replace(
-            self, tail_start=snap_forward(messages, self.units, start, max(budget // 2, 1), meter)
+            self,
+            tail_start=snap_forward(messages, self.units, start, max(budget // 2, step, 1), meter),
         )
 
     def substitute(self, start: int, stop: int, kept: int) -> Split:

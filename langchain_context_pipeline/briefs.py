@@ -18,6 +18,8 @@ import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from langchain_context_pipeline._trim import cut_json
+
 __all__ = ["BUILTIN_BRIEFS", "BriefFunction", "brief_for", "shorten"]
 
 BriefFunction = Callable[[str, Mapping[str, Any], str], str]
@@ -144,6 +146,8 @@ def brief_browser(name: str, args: Mapping[str, Any], output: str) -> str:
 def _scalar(value: Any) -> str:
     if isinstance(value, str):
         return shorten(value, 40)
+    # Only 40 chars are shown: a cut copy renders any size and depth without recursion errors.
+    value = cut_json(value, 40)
     try:
         return shorten(json.dumps(value, ensure_ascii=False, sort_keys=True, default=str), 40)
     except (TypeError, ValueError):  # pragma: no cover - default=str makes this rare

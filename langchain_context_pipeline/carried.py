@@ -9,7 +9,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
-from langchain_context_pipeline.marks import METADATA_KEY, is_pipeline_summary
+from langchain_context_pipeline.marks import MARK_KEY_ENV, METADATA_KEY, is_pipeline_summary
 from langchain_context_pipeline.tokens import estimate_message_tokens, message_text
 
 __all__ = ["SUMMARY_STATE_KEY", "CarriedSummary"]
@@ -58,12 +58,18 @@ class CarriedSummary:
     def from_state(cls, value: Any, key: str) -> CarriedSummary | None:
         """Read a running summary stored in graph state under ``key``.
 
-        Accepts what :meth:`to_dict` wrote (or a ``CarriedSummary``); anything else,
-        a damaged value included, is ignored with a warning: the next pass then
-        works without it, which costs a summary but loses nothing.
+        Accepts what :meth:`to_dict` wrote (or a ``CarriedSummary``) whose signed
+        mark verifies; anything else, a damaged or forged value included, is
+        ignored with a warning: the next pass then works without it, which costs
+        a summary but loses nothing.
         """
-        if value is None or isinstance(value, CarriedSummary):
-            return value
+        if value is None:
+            return None
+        if isinstance(value, CarriedSummary):
+            if value.verified:
+                return value
+            logger.warning("ignoring state[%r]: its mark does not verify", key)
+            return None
         if isinstance(value, Mapping):
             try:
                 return cls.from_dict(value)
@@ -77,17 +83,37 @@ class CarriedSummary:
     def from_dict(cls, data: Mapping[str, Any]) -> CarriedSummary:
         """Rebuild from :meth:`to_dict` output.
 
+        The summary's signed mark must verify (see :mod:`.marks`): a summary that
+        another graph node, a user or a different key wrote is not trusted.
+
         Raises:
-            ValueError: when ``data`` lacks the keys ``to_dict`` writes.
+            ValueError: when ``data`` lacks the keys ``to_dict`` writes, or its
+                mark does not verify.
         """
         try:
-            meta = {**data["meta"], "kind": "summary"}
+            meta = dict(data["meta"])
             message = HumanMessage(
                 content=str(data["text"]), id=data["id"], response_metadata={METADATA_KEY: meta}
             )
-            return cls(message=message, through=str(data["through"]))
-        except (KeyError, TypeError) as exc:
+            carried = cls(message=message, through=str(data["through"]))
+        except KeyError as exc:
             raise ValueError(f"not a running summary: missing {exc}") from exc
+        except (TypeError, ValueError) as exc:
+            raise ValueError(f"not a running summary: {exc}") from exc
+        if not carried.verified:
+            raise ValueError(
+                "not a running summary: its mark does not verify (written by something "
+                f"else than the pipeline, or under another key: set {MARK_KEY_ENV} alike "
+                "on every worker)"
+            )
+        return carried
+
+    @property
+    def verified(self) -> bool:
+        """Whether the message is a summary the pipeline signed, covering ``through``."""
+        if not is_pipeline_summary(self.message):
+            return False
+        return bool(self.message.response_metadata[METADATA_KEY].get("through") == self.through)
 
     @classmethod
     def of(cls, messages: Sequence[BaseMessage]) -> CarriedSummary | None:

@@ -20,7 +20,7 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.base import coerce_to_runnable
 
-from langchain_context_pipeline._breaker import CircuitBreaker
+from langchain_context_pipeline._breaker import BreakerBank, conversation_key
 from langchain_context_pipeline._checks import check_int
 from langchain_context_pipeline._meter import Meter
 from langchain_context_pipeline._model_call import (
@@ -41,11 +41,12 @@ from langchain_context_pipeline.briefs import BriefFunction
 from langchain_context_pipeline.digest import DIGEST, build_digest, build_index
 from langchain_context_pipeline.marks import (
     CONDENSED_TAG,
-    METADATA_KEY,
     is_pipeline_summary,
+    pipeline_mark,
     pipeline_source,
     summary_text,
 )
+from langchain_context_pipeline.references import format_ref, span_ref
 from langchain_context_pipeline.settings import CondenseSettings, override
 from langchain_context_pipeline.tokens import message_text, resolve_token_counter
 
@@ -72,6 +73,8 @@ class CondenseStats:
     """Summaries the digest wrote because the circuit breaker was open."""
     breaker_opened: bool = False
     """Whether this pass's failure opened the circuit breaker."""
+    breaker_open: bool = False
+    """Whether this conversation's circuit breaker is open after this pass."""
     tokens_after: int = 0
     """Tokens of the whole list after condensing (set by the pipeline)."""
 
@@ -198,7 +201,8 @@ class Condenser(MessagesRunnable):
         self.tail_budget = tail_budget
         self.token_counter = resolve_token_counter(token_counter)
         self.briefs = dict(briefs or {})
-        self.breaker = CircuitBreaker(self.settings.failure_limit, self.settings.cooldown_calls)
+        # One breaker per conversation: failures in one never change another's output.
+        self.breakers = BreakerBank(self.settings.failure_limit, self.settings.cooldown_calls)
 
     # -- planning (shared by sync and async) ---------------------------------------
 
@@ -229,10 +233,11 @@ class Condenser(MessagesRunnable):
         budget = min(settings.summary_budget(replaced_tokens), replaced_tokens - 1)
 
         text: str | None = None
-        if self.model is not None and not self.breaker.allow():
+        breaker = None if self.model is None else self.breakers.get(conversation_key(messages))
+        if breaker is not None and not breaker.allow():
             stats.summarizer_skipped += 1
             logger.warning("summarizer circuit breaker open; using the deterministic digest")
-        elif self.model is not None:
+        elif breaker is not None:
             stats.summarizer_calls += 1
             reply = yield SummaryRequest(
                 build_prompt(body, previous, budget, settings.instructions), budget
@@ -249,7 +254,7 @@ class Condenser(MessagesRunnable):
                 if index:
                     text = f"{cut_end(text, room - len(index) - 2)}\n\n{index}"
                 summary = self._summary_message(text, replaced, budget, meter, "model")
-            stats.breaker_opened = self.breaker.record(text is not None)
+            stats.breaker_opened = breaker.record(text is not None)
             if text is None:
                 stats.summarizer_failures += 1
                 stats.failure = failure
@@ -257,6 +262,7 @@ class Condenser(MessagesRunnable):
         if text is None:
             digest = build_digest(body, previous, budget * 4, briefs=self.briefs)
             summary = self._summary_message(digest, replaced, budget, meter, "digest")
+        stats.breaker_open = breaker is not None and breaker.is_open
         stats.condensed += len(replaced)
         stats.source = pipeline_source(summary)
         head = list(messages[: where.head_end])
@@ -272,25 +278,30 @@ class Condenser(MessagesRunnable):
     ) -> HumanMessage:
         """Build the summary message, cut so it counts at most ``budget`` tokens."""
         through = next((m.id for m in reversed(replaced) if m.id), None)
+        span = span_ref(replaced)
+        # The summary's last line names the originals it replaces, for recall.
+        named = f"\nOriginals: {format_ref(span)}"
         key = hashlib.sha256()
         for m in replaced:
             key.update((m.id or message_text(m)).encode("utf-8", "surrogatepass"))
         key.update(text.encode("utf-8", "surrogatepass"))
-        meta = {
-            METADATA_KEY: {
-                "kind": "summary",
-                "source": source,
-                "covered": len(replaced),
-                "through": through,
-            }
-        }
+        message_id = f"context-summary-{key.hexdigest()[:20]}"
         chars = max(budget, 1) * 4
         while True:
-            content = f"{CONDENSED_TAG}\n{cut_end(text, chars)}" if chars > 0 else CONDENSED_TAG
+            body = cut_end(text, chars - len(named)) if chars > len(named) else ""
+            content = f"{CONDENSED_TAG}\n{body}{named}"
             message = HumanMessage(
                 content=content,
-                id=f"context-summary-{key.hexdigest()[:20]}",
-                response_metadata=meta,
+                id=message_id,
+                response_metadata=pipeline_mark(
+                    "summary",
+                    content,
+                    message_id,
+                    source=source,
+                    covered=len(replaced),
+                    through=through,
+                    span=span,
+                ),
             )
             if chars <= 0 or meter.one(message) <= budget:
                 return message

@@ -12,8 +12,10 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from langchain_context_pipeline._blocks import pair_results
 from langchain_context_pipeline.briefs import BriefFunction, brief_for, call_target, shorten
 from langchain_context_pipeline.marks import pipeline_kind
+from langchain_context_pipeline.references import format_ref, message_ref
 from langchain_context_pipeline.tokens import message_text
 
 __all__ = ["DIGEST", "build_digest", "build_index"]
@@ -38,15 +40,19 @@ DIGEST = _Digest()
 def _tool_lines(
     middle: Sequence[BaseMessage], briefs: Mapping[str, BriefFunction] | None
 ) -> list[str]:
-    results: dict[str, ToolMessage] = {
-        m.tool_call_id: m for m in middle if isinstance(m, ToolMessage)
-    }
+    # Each result is credited to its own call, also when a server reuses call ids.
+    results: dict[tuple[int, str], ToolMessage] = {}
+    for index, starts in pair_results(middle).items():
+        answer = middle[index]
+        if isinstance(answer, ToolMessage):
+            for start in starts:
+                results.setdefault((start, answer.tool_call_id), answer)
     lines: list[str] = []
-    for message in middle:
+    for position, message in enumerate(middle):
         if not isinstance(message, AIMessage):
             continue
         for call in message.tool_calls:
-            result = results.get(call.get("id") or "")
+            result = results.get((position, call.get("id") or ""))
             args: Any = call["args"]
             if result is None:
                 lines.append(brief_for(call["name"], args, "", registry=briefs, limit=240))
@@ -85,19 +91,25 @@ def build_index(middle: Sequence[BaseMessage], max_chars: int, *, what: str = "c
     model wrote. The newest entries are kept first when not all fit.
     """
     entries: list[str] = []
+    refs: list[str] = []
+    results = {m.tool_call_id: m for m in middle if isinstance(m, ToolMessage)}
     for message in middle:
         if isinstance(message, HumanMessage) and not pipeline_kind(message):
             text = message_text(message).strip()
             if text:
                 entries.append("- user: " + shorten(text, 100))
+                refs.append(message_ref(message))
         elif isinstance(message, AIMessage):
             for call in message.tool_calls:
                 args = call["args"] if isinstance(call["args"], Mapping) else {}
                 target = call_target(args)
                 entries.append(f"- {call['name']}: {shorten(target, 100)}" if target else "")
-    # A file read ten times is listed once, where it was last used.
+                # The entry names the call's result (recall gives it with the call's args).
+                refs.append(message_ref(results.get(call.get("id") or "", message)))
+    # A file read ten times is listed once, where it was last used, with that reference.
     newest = {entry: i for i, entry in enumerate(entries) if entry}
-    entries = sorted(newest, key=newest.__getitem__)
+    order = sorted(newest, key=newest.__getitem__)
+    entries = [f"{entry} {format_ref(refs[newest[entry]])}" for entry in order]
     if not entries or max_chars < 60:
         return ""
     header = f"Index of the {what} turns (mechanical):"

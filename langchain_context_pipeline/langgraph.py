@@ -35,14 +35,19 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from typing_extensions import NotRequired, TypedDict
 
 try:
+    from langgraph.config import get_config, get_store
     from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
     from langgraph.managed import RemainingSteps
+    from langgraph.store.base import BaseStore
 except ImportError as exc:  # pragma: no cover - depends on the environment
     raise ImportError(
         "langchain_context_pipeline.langgraph needs LangGraph: "
         "pip install 'langchain-context-pipeline[langgraph]'"
     ) from exc
 
+from langchain_context_pipeline._archive import aarchive_originals, archive_originals, thread_of
+from langchain_context_pipeline._events import acompress_traced, compress_traced
+from langchain_context_pipeline._stream import emit
 from langchain_context_pipeline.calibration import (
     CALIBRATION_STATE_KEY,
     Calibration,
@@ -123,6 +128,7 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
         mode: HookMode,
         summary_key: str,
         agent_model: Any = None,
+        store: BaseStore | None = None,
     ) -> None:
         """Wrap ``pipeline``; see :func:`create_pre_model_hook` for the arguments."""
         self.pipeline = pipeline
@@ -130,6 +136,7 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
         self._warned: set[str] = set()
         self.mode: HookMode = mode
         self.summary_key = summary_key
+        self.store = store
 
     def __call__(self, state: Any, config: RunnableConfig | None = None) -> dict[str, Any]:
         """Run the hook on ``state`` (same as :meth:`invoke`)."""
@@ -216,26 +223,52 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
             return None
         return calibration.budget(self.pipeline.threshold)
 
+    def _archive(self) -> tuple[BaseStore | None, str | None]:
+        """The store and thread the persist mode keeps originals in, for recall."""
+        if self.mode != "persist":
+            return None, None
+        try:
+            config: Any = get_config()
+            store = self.store if self.store is not None else get_store()
+        except (RuntimeError, KeyError):  # called outside a graph
+            return self.store, None
+        return store, thread_of(config)
+
     def _run(self, state: Any) -> dict[str, Any]:
         messages, stored, carried = self._read(state)
         calibration = self._calibration(state, messages)
-        result = self.pipeline.compress(
-            messages, carried_summary=carried, threshold=self._threshold(calibration)
+        result = compress_traced(
+            self.pipeline, messages, carried_summary=carried, threshold=self._threshold(calibration)
         )
-        update = self._update(messages, stored, result)
-        if self.mode == "ephemeral":  # persist mode writes only when messages change
-            update[CALIBRATION_STATE_KEY] = self._sent(messages, calibration, result)
-        return update
+        store, thread = self._archive() if result.messages is not messages else (None, None)
+        if store is not None:
+            result = archive_originals(store, thread, messages, result)
+        return self._finish(messages, stored, calibration, result)
 
     async def _arun(self, state: Any) -> dict[str, Any]:
         messages, stored, carried = self._read(state)
         calibration = self._calibration(state, messages)
-        result = await self.pipeline.acompress(
-            messages, carried_summary=carried, threshold=self._threshold(calibration)
+        result = await acompress_traced(
+            self.pipeline, messages, carried_summary=carried, threshold=self._threshold(calibration)
         )
+        store, thread = self._archive() if result.messages is not messages else (None, None)
+        if store is not None:
+            result = await aarchive_originals(store, thread, messages, result)
+        return self._finish(messages, stored, calibration, result)
+
+    def _finish(
+        self,
+        messages: list[BaseMessage],
+        stored: Any,
+        calibration: Calibration,
+        result: CompressionResult,
+    ) -> dict[str, Any]:
+        """Record the calibration (ephemeral mode), emit the report, build the update."""
+        sent = self._sent(messages, calibration, result)
+        emit(result.report)
         update = self._update(messages, stored, result)
         if self.mode == "ephemeral":  # persist mode writes only when messages change
-            update[CALIBRATION_STATE_KEY] = self._sent(messages, calibration, result)
+            update[CALIBRATION_STATE_KEY] = sent
         return update
 
     # -- Runnable ----------------------------------------------------------------------
@@ -302,6 +335,7 @@ def create_pre_model_hook(
     settings: PipelineSettings | None = None,
     model: Any = None,
     token_counter: Any = None,
+    store: BaseStore | None = None,
     **keywords: Any,
 ) -> ContextPipelineHook:
     """Return a node that keeps the conversation under budget before each model call.
@@ -323,6 +357,9 @@ def create_pre_model_hook(
         model: the summarizer (see :class:`ContextPipeline`).
         token_counter: the token counter (see :class:`ContextPipeline`);
             ``"model"`` counts with ``agent_model``.
+        store: in persist mode, the LangGraph store that keeps the originals a
+            pass replaces, for the ``recall`` tool (default: the graph's store,
+            if it was compiled with one); keyed by the run's ``thread_id``.
         **keywords: any other :class:`ContextPipeline` setting by name
             (``tail_budget``, ``head_count``, ``tool_output_limit``, ...).
 
@@ -376,5 +413,5 @@ def create_pre_model_hook(
             token_counter = agent_model
         pipeline = ContextPipeline(settings, model=model, token_counter=token_counter, **keywords)
     return _hook_class(summary_key)(
-        pipeline, mode=mode, summary_key=summary_key, agent_model=agent_model
+        pipeline, mode=mode, summary_key=summary_key, agent_model=agent_model, store=store
     )

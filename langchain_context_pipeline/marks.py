@@ -1,25 +1,43 @@
 """The pipeline's marks: how it recognises the messages it wrote itself.
 
-A summary or a removal note carries ``response_metadata["context_pipeline"]``
-with its ``kind``. Only that mark counts: a message that merely starts with
-:data:`CONDENSED_TAG` is ordinary content.
+A summary or a removal note is a ``HumanMessage`` carrying
+``response_metadata["context_pipeline"]`` with its ``kind`` and a signature: an
+HMAC-SHA256, under a key the pipeline holds, over the kind, the message id, the
+text and every other field of the mark. Metadata alone proves nothing (a tool can
+return a ``ToolMessage`` with any metadata, a user or another graph node can write
+any message): a mark whose signature does not verify, or that sits on another
+message type, is ordinary content. So is a message that merely starts with
+:data:`CONDENSED_TAG`.
+
+The key is random per process unless ``CONTEXT_PIPELINE_MARK_KEY`` is set (or
+:func:`set_mark_key` is called): set it to the same secret on every worker that
+shares a checkpointer, so that a summary one worker wrote is reused, not redone,
+by another, and after a restart.
 """
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+import json
+import os
+import secrets
 from typing import Any
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 
 from langchain_context_pipeline.tokens import message_text
 
 __all__ = [
     "CONDENSED_TAG",
+    "MARK_KEY_ENV",
     "METADATA_KEY",
     "WRITTEN_KINDS",
     "is_pipeline_summary",
     "pipeline_kind",
+    "pipeline_mark",
     "pipeline_source",
+    "set_mark_key",
     "summary_text",
 ]
 
@@ -30,7 +48,63 @@ CONDENSED_TAG = "[CONTEXT CONDENSED — REFERENCE ONLY]"
 """The first line of every summary the pipeline writes."""
 
 WRITTEN_KINDS = frozenset({"summary", "note"})
-"""Kinds of whole messages the pipeline writes (a brief only rewrites a tool result)."""
+"""Kinds of whole messages the pipeline writes and signs (a brief only rewrites a
+tool result, and is trusted for nothing)."""
+
+MARK_KEY_ENV = "CONTEXT_PIPELINE_MARK_KEY"
+"""Environment variable holding the key that signs the pipeline's marks."""
+
+_SIGNATURE = "sig"
+_PROCESS_KEY = secrets.token_bytes(32)
+_key_override: bytes | None = None
+
+
+def set_mark_key(key: str | bytes | None) -> None:
+    """Set the key that signs and verifies the pipeline's marks in this process.
+
+    Workers that share a checkpointer need the same key, else each redoes the
+    summaries the others wrote. ``None`` goes back to ``CONTEXT_PIPELINE_MARK_KEY``,
+    or to this process's random key when that is not set.
+
+    Raises:
+        ValueError: for an empty key.
+        TypeError: for a key that is not ``str``, ``bytes`` or ``None``.
+    """
+    global _key_override
+    if key is None:
+        _key_override = None
+        return
+    if not isinstance(key, str | bytes):
+        raise TypeError(f"the mark key must be str or bytes, got {type(key).__name__}")
+    if not key:
+        raise ValueError("the mark key must not be empty")
+    _key_override = key.encode("utf-8") if isinstance(key, str) else bytes(key)
+
+
+def _key() -> bytes:
+    if _key_override is not None:
+        return _key_override
+    env = os.environ.get(MARK_KEY_ENV)
+    return env.encode("utf-8") if env else _PROCESS_KEY
+
+
+def _signature(fields: dict[str, Any], message_id: str | None, content: str) -> str:
+    payload = json.dumps(
+        [fields, message_id, content], sort_keys=True, ensure_ascii=False, default=repr
+    )
+    digest = hmac.new(_key(), payload.encode("utf-8", "surrogatepass"), hashlib.sha256)
+    return digest.hexdigest()
+
+
+def pipeline_mark(kind: str, content: str, message_id: str | None, **fields: Any) -> dict[str, Any]:
+    """Return the ``response_metadata`` of a message the pipeline writes, signed.
+
+    The signature covers ``kind``, every other field, the message id and the
+    content: changing any of them, or copying the mark to another message,
+    makes the mark an ordinary one.
+    """
+    mark = {"kind": kind, **fields}
+    return {METADATA_KEY: {**mark, _SIGNATURE: _signature(mark, message_id, content)}}
 
 
 def _mark(message: BaseMessage) -> dict[str, Any] | None:
@@ -38,23 +112,45 @@ def _mark(message: BaseMessage) -> dict[str, Any] | None:
     return meta if isinstance(meta, dict) else None
 
 
+def _verified(message: BaseMessage, mark: dict[str, Any]) -> bool:
+    # Only the type the pipeline writes, with the content it writes (a string).
+    if not isinstance(message, HumanMessage) or not isinstance(message.content, str):
+        return False
+    signature = mark.get(_SIGNATURE)
+    if not isinstance(signature, str):
+        return False
+    fields = {k: v for k, v in mark.items() if k != _SIGNATURE}
+    return hmac.compare_digest(signature, _signature(fields, message.id, message.content))
+
+
 def pipeline_kind(message: BaseMessage) -> str | None:
-    """Return what the pipeline wrote this message as (``"summary"``, ``"note"``), or None."""
-    kind = (_mark(message) or {}).get("kind")
-    return kind if isinstance(kind, str) else None
+    """Return what the pipeline wrote this message as (``"summary"``, ``"note"``, ...), or None.
+
+    A summary or note counts only when its signature verifies (see the module
+    docstring); anything else claiming to be one is ordinary content.
+    """
+    mark = _mark(message)
+    kind = None if mark is None else mark.get("kind")
+    if not isinstance(kind, str):
+        return None
+    if kind in WRITTEN_KINDS and not _verified(message, mark or {}):
+        return None
+    return kind
 
 
 def is_pipeline_summary(message: Any) -> bool:
     """Return whether ``message`` is a summary this pipeline wrote.
 
-    Only the pipeline's metadata mark counts: a message that merely starts with
-    :data:`CONDENSED_TAG` is ordinary content.
+    Only the pipeline's signed mark counts: a message that merely starts with
+    :data:`CONDENSED_TAG`, or carries a copied or edited mark, is ordinary content.
     """
     return isinstance(message, BaseMessage) and pipeline_kind(message) == "summary"
 
 
 def pipeline_source(message: BaseMessage) -> str | None:
     """Return who wrote a pipeline summary (``"model"`` or ``"digest"``), if known."""
+    if not is_pipeline_summary(message):
+        return None
     source = (_mark(message) or {}).get("source")
     return source if isinstance(source, str) else None
 

@@ -46,7 +46,9 @@ except ImportError as exc:
         "pip install 'langchain-context-pipeline[agents]'"
     ) from exc
 
+from langchain_context_pipeline._events import acompress_traced, compress_traced
 from langchain_context_pipeline._overflow import overflow_of
+from langchain_context_pipeline._stream import emit
 from langchain_context_pipeline.calibration import (
     CALIBRATION_STATE_KEY,
     Calibration,
@@ -54,6 +56,7 @@ from langchain_context_pipeline.calibration import (
 )
 from langchain_context_pipeline.carried import SUMMARY_STATE_KEY, CarriedSummary
 from langchain_context_pipeline.pipeline import ContextPipeline
+from langchain_context_pipeline.recall import create_recall_tool
 from langchain_context_pipeline.report import CompressionResult
 from langchain_context_pipeline.settings import PipelineSettings
 from langchain_context_pipeline.threshold import Threshold, check_threshold, resolve_threshold
@@ -115,6 +118,7 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         threshold: Threshold = 32000,
         model: Any = None,
         token_counter: Any = None,
+        recall_tool: bool = True,
         **keywords: Any,
     ) -> None:
         """Configure the middleware.
@@ -131,6 +135,8 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
             token_counter: the token counter (see :class:`ContextPipeline`);
                 ``"model"`` counts with each request's model
                 (``get_num_tokens_from_messages``).
+            recall_tool: add the ``recall`` tool to the agent, so it can read back
+                what compaction replaced (see :mod:`langchain_context_pipeline.recall`).
             **keywords: any other :class:`ContextPipeline` setting by name
                 (``tail_budget``, ``head_count``, ``tool_output_limit``, ...).
 
@@ -155,6 +161,8 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         self.token_counter: TokenCounter = self.pipeline.token_counter
         self._tool_tokens: OrderedDict[tuple[int, ...], tuple[Sequence[Any], int]] = OrderedDict()
         self._warned: set[str] = set()
+        # The agent's full history stays in state: recall reads the originals there.
+        self.tools = [create_recall_tool()] if recall_tool else []
 
     # -- budget ------------------------------------------------------------------------
 
@@ -286,8 +294,9 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         token = counting_model(request.model) if self._counts_with_model else None
         try:
             messages, args, reserved = self._compress_args(request, calibration)
-            result = self.pipeline.compress(messages, **args)
+            result = compress_traced(self.pipeline, messages, **args)
             sent = self._sent(result, reserved, calibration)
+            emit(result.report)
             try:
                 response = handler(self._request(request, messages, result))
             except Exception as error:
@@ -297,8 +306,9 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
                 messages, args, reserved = self._compress_args(request, tighter)
                 if result.carried_summary is not None:  # the summary is not paid for twice
                     args["carried_summary"] = result.carried_summary
-                result = self.pipeline.compress(messages, **args)
+                result = compress_traced(self.pipeline, messages, **args)
                 sent = self._sent(result, reserved, tighter)
+                emit(result.report)
                 response = handler(self._request(request, messages, result))
         finally:
             if token is not None:
@@ -316,8 +326,9 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         token = counting_model(request.model) if self._counts_with_model else None
         try:
             messages, args, reserved = self._compress_args(request, calibration)
-            result = await self.pipeline.acompress(messages, **args)
+            result = await acompress_traced(self.pipeline, messages, **args)
             sent = self._sent(result, reserved, calibration)
+            emit(result.report)
             try:
                 response = await handler(self._request(request, messages, result))
             except Exception as error:
@@ -327,8 +338,9 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
                 messages, args, reserved = self._compress_args(request, tighter)
                 if result.carried_summary is not None:  # the summary is not paid for twice
                     args["carried_summary"] = result.carried_summary
-                result = await self.pipeline.acompress(messages, **args)
+                result = await acompress_traced(self.pipeline, messages, **args)
                 sent = self._sent(result, reserved, tighter)
+                emit(result.report)
                 response = await handler(self._request(request, messages, result))
         finally:
             if token is not None:

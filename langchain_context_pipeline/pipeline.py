@@ -13,6 +13,7 @@ summarizer is called.
 from __future__ import annotations
 
 import logging
+from collections.abc import Generator
 from typing import Any
 
 from langchain_core.messages import BaseMessage
@@ -21,20 +22,24 @@ from langchain_core.runnables import RunnableConfig
 from langchain_context_pipeline._checks import check_int
 from langchain_context_pipeline._coerce import coerce_messages
 from langchain_context_pipeline._meter import Meter
-from langchain_context_pipeline._model_call import Plan, adrive, drive
+from langchain_context_pipeline._model_call import Reply, SummaryRequest, adrive, drive
 from langchain_context_pipeline._runnable import MessagesRunnable
 from langchain_context_pipeline._units import Split
 from langchain_context_pipeline.carried import CarriedSummary
 from langchain_context_pipeline.condenser import Condenser, CondenseStats
+from langchain_context_pipeline.marks import is_pipeline_summary
 from langchain_context_pipeline.pruner import Pruner
 from langchain_context_pipeline.report import CompressionReport, CompressionResult
 from langchain_context_pipeline.settings import PipelineSettings
+from langchain_context_pipeline.summary_memory import Prefixes, StoreRead, StoreWrite, SummaryMemory
 from langchain_context_pipeline.tokens import estimate_message_tokens, resolve_token_counter
 from langchain_context_pipeline.truncate import truncate
 
 __all__ = ["ContextPipeline"]
 
 logger = logging.getLogger("langchain_context_pipeline")
+
+_Request = SummaryRequest | StoreRead | StoreWrite
 
 
 class ContextPipeline(MessagesRunnable):
@@ -55,7 +60,7 @@ class ContextPipeline(MessagesRunnable):
         ... ]
         >>> result = pipeline.compress(history)
         >>> result.messages[2].content
-        '[bash] "pytest" -> 600 lines output; last: FAILED test_x'
+        '[bash] "pytest" -> 600 lines output; last: FAILED test_x ref=fae52a7c'
         >>> result.report.stages, result.report.tokens_after <= 1000
         (['prune'], True)
     """
@@ -68,6 +73,7 @@ class ContextPipeline(MessagesRunnable):
         *,
         model: Any = None,
         token_counter: Any = None,
+        summary_memory: SummaryMemory | bool = True,
         **keywords: Any,
     ) -> None:
         """Configure the pipeline.
@@ -80,6 +86,11 @@ class ContextPipeline(MessagesRunnable):
                 digest; ``None`` to skip condensing (hard truncation follows pruning).
             token_counter: ``None``/``"estimate"``, ``"approximate"``, ``"tiktoken"``,
                 a ``BaseChatModel`` or a callable over a list of messages.
+            summary_memory: where the model's summaries are remembered by the span
+                they replace, so a caller that carries no summary (an LCEL chain
+                called per turn) pays for each once: ``True`` for a memory of this
+                instance, a :class:`SummaryMemory` (to share one, or with a store
+                for many processes), ``False`` to remember nothing.
             **keywords: any :class:`PipelineSettings`, :class:`PruneSettings` or
                 :class:`CondenseSettings` field by name (``threshold=``,
                 ``tail_budget=``, ``tool_output_limit=``, ``summary_timeout=``, ...),
@@ -97,6 +108,16 @@ class ContextPipeline(MessagesRunnable):
             self.settings.prune,
             tail_budget=self.settings.tail_budget,
             token_counter=self.token_counter,
+        )
+        if summary_memory is True:
+            summary_memory = SummaryMemory()
+        if summary_memory is not False and not isinstance(summary_memory, SummaryMemory):
+            raise TypeError(
+                "summary_memory must be True, False or a SummaryMemory, got "
+                f"{type(summary_memory).__name__}"
+            )
+        self.summary_memory: SummaryMemory | None = (
+            None if summary_memory is False else summary_memory
         )
         self.condenser: Condenser | None = None
         if model is not None:
@@ -160,10 +181,11 @@ class ContextPipeline(MessagesRunnable):
     ) -> tuple[int, int] | None:
         """Return the span ``[start, stop)`` a carried summary stands for, if it applies.
 
-        It applies when the message it covers through is there, after the head, and
-        ends a unit (so putting the summary in its place orphans nothing).
+        It applies when its signed mark verifies, when the message it covers through
+        is there, after the head, and ends a unit (so putting the summary in its
+        place orphans nothing).
         """
-        if carried is None:
+        if carried is None or not carried.verified:
             return None
         through = next((i for i, m in enumerate(messages) if m.id == carried.through), None)
         if through is None or through < where.head_end or through + 1 not in where.unit_ends:
@@ -192,8 +214,8 @@ class ContextPipeline(MessagesRunnable):
         messages: list[BaseMessage],
         report: CompressionReport,
         carried: CarriedSummary | None = None,
-    ) -> Plan[CompressionResult]:
-        """Plan the compressed list; yields a request when the summarizer is needed."""
+    ) -> Generator[_Request, Reply, CompressionResult]:
+        """Plan the compressed list; yields a request when the summarizer (or store) is needed."""
         limit, tail = self._limits(report.threshold, report.limit)
         report.limit = limit
         meter = Meter(self.token_counter)
@@ -209,6 +231,14 @@ class ContextPipeline(MessagesRunnable):
         report.tokens_before = tokens
         where = Split.of(messages, self.settings.head_count)
         covered = self._covered(messages, where, carried)
+        has_model = self.condenser is not None and self.condenser.model is not None
+        memory = self.summary_memory if has_model else None
+        prefixes = Prefixes(messages)
+        if covered is None and memory is not None and tokens > limit:
+            recalled = yield from self._recall(memory, prefixes, where)
+            if recalled is not None:
+                covered, carried = (where.head_end, recalled[0]), recalled[1]
+        shift = substituted_end = 0
         if covered is not None and carried is not None:
             # The carried summary takes the place of the turns it covers; the system
             # messages among them stay, before it (they are never summarized).
@@ -217,6 +247,8 @@ class ContextPipeline(MessagesRunnable):
             work = [*messages[:start], *(messages[i] for i in kept), carried.message]
             work += messages[stop:]
             where = where.substitute(start, stop, len(kept))
+            substituted_end = start + len(kept) + 1
+            shift = stop - substituted_end
             report.summary_reused = True
             if counts is not None:  # the counts just taken serve the new list too
                 tokens = sum(counts[:start]) + sum(counts[i] for i in kept) + sum(counts[stop:])
@@ -229,7 +261,10 @@ class ContextPipeline(MessagesRunnable):
         if counts is not None:
             meter.seed(messages, counts)
 
-        where = where.with_tail(work, tail, meter)
+        # Hysteresis: cuts move only at checkpoints (1 - low_water) x limit apart, so
+        # after a compaction the next turns append to an unchanged prefix.
+        step = round((1 - self.settings.low_water) * limit)
+        where = where.with_tail(work, tail, meter, step)
         before_prune = work
         work, report.prune = self.pruner.prune(work, where)
         report.stages.append("prune")
@@ -250,13 +285,15 @@ class ContextPipeline(MessagesRunnable):
         ):
             report.condense = CondenseStats()
             work = yield from self.condenser.plan(work, where, meter, report.condense)
+            if memory is not None and where.tail_start >= substituted_end:
+                yield from self._remember(memory, prefixes, work, where, shift, report)
             report.stages.append("condense")
-            report.breaker_open = self.condenser.breaker.is_open
+            report.breaker_open = report.condense.breaker_open
             tokens = report.condense.tokens_after = meter.total(work)
             where = Split.of(work, self.settings.head_count)
 
         if tokens > limit:
-            work, report.truncate = truncate(work, where, limit, meter)
+            work, report.truncate = truncate(work, where, limit, meter, step)
             report.stages.append("truncate")
             tokens = report.truncate.tokens_after = meter.total(work)
         report.tokens_after = tokens
@@ -264,6 +301,49 @@ class ContextPipeline(MessagesRunnable):
         if carried_out is None and report.summary_reused and carried is not None:
             carried_out = carried if any(m is carried.message for m in work) else None
         return CompressionResult(work, report, carried_out)
+
+    # -- summaries remembered by span ------------------------------------------------
+
+    @staticmethod
+    def _recall(
+        memory: SummaryMemory, prefixes: Prefixes, where: Split
+    ) -> Generator[_Request, Reply, tuple[int, CarriedSummary] | None]:
+        """Find the longest remembered summary of a span ``[head_end, stop)``.
+
+        Returns ``stop`` (a unit end of this list) and the summary, or None.
+        """
+        start = where.head_end
+        if start >= where.size:
+            return None
+        anchor = memory.anchor(prefixes, start)
+        if memory.store is not None and not memory.known(anchor):
+            yield StoreRead(anchor)
+        stops = sorted(end for end in where.unit_ends if end > start)
+        return memory.lookup(prefixes, start, stops)
+
+    @staticmethod
+    def _remember(
+        memory: SummaryMemory,
+        prefixes: Prefixes,
+        work: list[BaseMessage],
+        where: Split,
+        shift: int,
+        report: CompressionReport,
+    ) -> Generator[_Request, Reply, None]:
+        """Remember the summary the model just wrote, by the caller's span it replaces."""
+        if report.condense is None or report.condense.source != "model":
+            return
+        middle = range(where.head_end, where.tail_start)
+        index = where.head_end + sum(1 for i in middle if i in where.systems)
+        if index >= len(work) or not is_pipeline_summary(work[index]):
+            return
+        summary = CarriedSummary.of(work[index : index + 1])
+        if summary is None:  # a span without ids: the summary stands through nothing named
+            summary = CarriedSummary(message=work[index], through="")
+        stop = where.tail_start + shift
+        anchor, entries = memory.remember(prefixes, where.head_end, stop, summary)
+        if memory.store is not None:
+            yield StoreWrite(anchor, entries)
 
     # -- sync and async shells --------------------------------------------------------
 
@@ -301,9 +381,14 @@ class ContextPipeline(MessagesRunnable):
         """
         items, report = self._start(messages, reserved_tokens, threshold)
         plan = self.plan(items, report, carried_summary)
-        if self.condenser is None:
-            return drive(plan, lambda request: None)
-        return drive(plan, self.condenser._answer)
+        condenser, memory = self.condenser, self.summary_memory
+
+        def answer(request: _Request) -> Reply:
+            if isinstance(request, SummaryRequest):
+                return None if condenser is None else condenser._answer(request)
+            return None if memory is None else memory.answer(request)
+
+        return drive(plan, answer)
 
     async def acompress(
         self,
@@ -316,9 +401,14 @@ class ContextPipeline(MessagesRunnable):
         """Async :meth:`compress`: only the summarizer call differs."""
         items, report = self._start(messages, reserved_tokens, threshold)
         plan = self.plan(items, report, carried_summary)
-        if self.condenser is None:
-            return drive(plan, lambda request: None)
-        return await adrive(plan, self.condenser._aanswer)
+        condenser, memory = self.condenser, self.summary_memory
+
+        async def answer(request: _Request) -> Reply:
+            if isinstance(request, SummaryRequest):
+                return None if condenser is None else await condenser._aanswer(request)
+            return None if memory is None else await memory.aanswer(request)
+
+        return await adrive(plan, answer)
 
     def _transform(self, messages: list[BaseMessage], config: RunnableConfig) -> list[BaseMessage]:
         return self.compress(messages).messages

@@ -26,10 +26,12 @@ from langchain_core.runnables import RunnableConfig
 from langchain_context_pipeline._checks import check_int
 from langchain_context_pipeline._meter import Meter
 from langchain_context_pipeline._runnable import MessagesRunnable
+from langchain_context_pipeline._snapshot import message_snapshot
 from langchain_context_pipeline._trim import cut_middle, replace_text, with_cut_args
 from langchain_context_pipeline._units import Split
 from langchain_context_pipeline.briefs import brief_for
 from langchain_context_pipeline.marks import METADATA_KEY
+from langchain_context_pipeline.references import format_ref, message_ref
 from langchain_context_pipeline.settings import PruneSettings, override
 from langchain_context_pipeline.tokens import IMAGE_TOKENS, count_images, message_text
 
@@ -41,31 +43,26 @@ _MEMO_SIZE = 50_000
 
 @dataclass(frozen=True)
 class _Pruned:
-    """One remembered pruning: what went in (by identity) and what came out.
+    """One remembered pruning: what went in and what came out.
 
     The message itself is held weakly, so the memo keeps no conversation alive;
-    its entry goes when the message does.
+    its entry goes when the message does. ``state`` is a snapshot of every field
+    of the message and of the call it answers: an edit in place misses.
     """
 
     source: weakref.ref[BaseMessage]
-    content: Any
-    tool_calls: Any
-    call: tuple[str, Any] | None
+    state: Any
     result: BaseMessage | None
     """The pruned copy, or None when pruning left the message as it was."""
-    briefed: int
-    args_shortened: int
-    texts_shortened: int
+    result_state: Any
+    """A snapshot of the pruned copy: a copy edited after it was handed out misses."""
+    stats: PruneStats
 
-    def matches(self, message: BaseMessage, tool_calls: Any, call: tuple[str, Any] | None) -> bool:
-        """Whether this result is for ``message`` as it is now, answering ``call``."""
-        if self.source() is not message or self.content is not message.content:
+    def matches(self, message: BaseMessage, state: Any) -> bool:
+        """Whether this result is for ``message`` as it is now, answering the same call."""
+        if self.source() is not message or self.state != state:
             return False
-        if self.tool_calls is not tool_calls:
-            return False
-        if call is None or self.call is None:
-            return call is self.call
-        return self.call[0] == call[0] and self.call[1] is call[1]
+        return self.result is None or message_snapshot(self.result) == self.result_state
 
 
 @dataclass
@@ -80,6 +77,12 @@ class PruneStats:
     """AI messages whose text was cut to its head and tail."""
     tokens_after: int = 0
     """Tokens of the whole list after pruning (set by the pipeline)."""
+
+    def add(self, other: PruneStats) -> None:
+        """Add the counts of ``other`` (one message's pruning) to these."""
+        self.briefed += other.briefed
+        self.args_shortened += other.args_shortened
+        self.texts_shortened += other.texts_shortened
 
 
 class Pruner(MessagesRunnable):
@@ -98,7 +101,7 @@ class Pruner(MessagesRunnable):
         ...     HumanMessage("thanks"),
         ... ]
         >>> Pruner(tail_budget=10).invoke(history)[2].content
-        '[read_file] src/app.py (45,210 chars)'
+        '[read_file] src/app.py (45,210 chars) ref=9ef2c046'
     """
 
     name: str = "Pruner"
@@ -167,19 +170,21 @@ class Pruner(MessagesRunnable):
 
         An agent sends the same old messages at every turn; pruning them again would
         give the same bytes. A result is reused only for the very same message object
-        whose content, tool calls and answered call are the very same objects (an
-        attribute set anew, or another call, misses).
+        whose fields, down to every string, and answered call are as they were (see
+        :mod:`._snapshot`): an edit in place, an attribute set anew, or another
+        call, misses, so the memo never returns what a fresh Pruner would not.
         """
         call = calls.get(message.tool_call_id) if isinstance(message, ToolMessage) else None
-        tool_calls = message.tool_calls if isinstance(message, AIMessage) else None
+        state = message_snapshot(message, call)
         hit = self._memo.get(id(message))
-        if hit is not None and hit.matches(message, tool_calls, call):
-            stats.briefed += hit.briefed
-            stats.args_shortened += hit.args_shortened
-            stats.texts_shortened += hit.texts_shortened
+        if hit is not None and state is not None and hit.matches(message, state):
+            stats.add(hit.stats)
             return message if hit.result is None else hit.result
         own = PruneStats()
         result = self._prune_one(message, calls, own)
+        stats.add(own)
+        if state is None:  # too deeply nested to snapshot: not remembered
+            return result
         if len(self._memo) >= _MEMO_SIZE:
             self._memo.clear()
         key = id(message)
@@ -188,19 +193,14 @@ class Pruner(MessagesRunnable):
         def forget(_: object, key: int = key) -> None:
             memo.pop(key, None)
 
+        kept = None if result is message else result
         memo[key] = _Pruned(
             weakref.ref(message, forget),
-            message.content,
-            tool_calls,
-            call,
-            None if result is message else result,
-            own.briefed,
-            own.args_shortened,
-            own.texts_shortened,
+            state,
+            kept,
+            None if kept is None else message_snapshot(kept),
+            own,
         )
-        stats.briefed += own.briefed
-        stats.args_shortened += own.args_shortened
-        stats.texts_shortened += own.texts_shortened
         return result
 
     def _prune_one(
@@ -209,13 +209,15 @@ class Pruner(MessagesRunnable):
         if isinstance(message, ToolMessage):
             return self._brief(message, calls, stats)
         if isinstance(message, AIMessage):
-            message, cut = with_cut_args(message, self.settings.tool_args_limit)
+            ref = message_ref(message)
+            message, cut = with_cut_args(message, self.settings.tool_args_limit, ref)
             stats.args_shortened += cut
             text = message_text(message)
             if len(text) > self.settings.assistant_text_limit:
-                short = cut_middle(
-                    text, self.settings.assistant_keep_head, self.settings.assistant_keep_tail
-                )
+                keep = (self.settings.assistant_keep_head, self.settings.assistant_keep_tail)
+                short = cut_middle(text, *keep, ref)
+                if len(short) > self.settings.assistant_text_limit:  # no room to name it
+                    short = cut_middle(text, *keep)
                 message = message.model_copy(update={"content": replace_text(message, short)})
                 stats.texts_shortened += 1
         return message
@@ -231,11 +233,15 @@ class Pruner(MessagesRunnable):
         name, args = calls.get(message.tool_call_id, (message.name or "tool", {}))
         if not isinstance(args, Mapping):
             args = {"args": args}
-        line = brief_for(
-            name, args, text, registry=self.settings.briefs, limit=self.settings.tool_output_limit
-        )
-        if images and len(line) + 12 <= self.settings.tool_output_limit:
+        # The brief ends with the original's reference, when the limit leaves room.
+        limit = self.settings.tool_output_limit
+        named = f" {format_ref(message_ref(message))}"
+        room = limit - len(named) if limit - len(named) >= 20 else limit
+        line = brief_for(name, args, text, registry=self.settings.briefs, limit=room)
+        if images and len(line) + 12 <= room:
             line += f" +{images} image(s)"
+        if room < limit:
+            line += named
         meta = {**message.response_metadata, METADATA_KEY: {"kind": "brief"}}
         stats.briefed += 1
         return message.model_copy(update={"content": line, "response_metadata": meta})

@@ -46,6 +46,9 @@ class CompressionReport:
     """The calibration applied (provider tokens per counted token; the hook and the
     middleware set it from the provider's reported usage): ``threshold`` was
     checked as ``threshold / correction`` counted tokens."""
+    archive_failures: int = 0
+    """Originals that could not be kept in the store for recall (their references
+    are marked not recallable); 0 when nothing is archived."""
 
     @property
     def summarizer_calls(self) -> int:

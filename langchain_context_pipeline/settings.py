@@ -153,6 +153,13 @@ class PipelineSettings:
     becomes ``min(8000, threshold // 4)``."""
     head_count: int = 2
     """The first N messages (the task), kept verbatim when they are whole units."""
+    low_water: float = 0.5
+    """Hysteresis: the prune and truncation cuts move only at checkpoints
+    ``(1 - low_water) x threshold`` tokens of history apart, so a compaction leaves
+    the request near this share of the threshold and the next turns only append to
+    an unchanged prefix (a provider's prompt cache reuses it). 1 moves the cuts at
+    every half tail budget (a quarter budget for truncation). Chosen by measurement:
+    see ``BENCHMARKS.md``."""
     prune: PruneSettings = field(default_factory=PruneSettings)
     """The Pruner's settings."""
     condense: CondenseSettings = field(default_factory=CondenseSettings)
@@ -174,6 +181,9 @@ class PipelineSettings:
             object.__setattr__(self, "tail_derived", True)
         check_int("tail_budget", self.tail_budget, 0)
         check_int("head_count", self.head_count, 0)
+        low = self.low_water
+        if isinstance(low, bool) or not isinstance(low, int | float) or not 0 < low <= 1:
+            raise ValueError(f"low_water must be in (0, 1], got {low!r}")
         if self.tail_budget >= self.threshold:
             raise ValueError(
                 f"tail_budget ({self.tail_budget}) must be smaller than threshold "
@@ -187,7 +197,7 @@ class PipelineSettings:
         """Show every field (the stage settings' own reprs are long: see them apart)."""
         return (
             f"PipelineSettings(threshold={self.threshold}, tail_budget={self.tail_budget}, "
-            f"head_count={self.head_count}, prune=..., condense=...)"
+            f"head_count={self.head_count}, low_water={self.low_water}, prune=..., condense=...)"
         )
 
     @classmethod

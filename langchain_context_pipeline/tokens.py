@@ -31,14 +31,12 @@ from typing import Any, Protocol, runtime_checkable
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from langchain_context_pipeline._blocks import call_ids
 from langchain_context_pipeline._countable import (
     _IMAGE_BLOCK_TYPES,
     FILE_TOKENS,
     IMAGE_TOKENS,
     countable_parts,
-)
-from langchain_context_pipeline._countable import (
-    tool_call_ids as tool_call_ids,  # re-exported: _units imports it from here
 )
 from langchain_context_pipeline._text_cost import text_tokens
 
@@ -69,6 +67,16 @@ class TokenCounter(Protocol):
     def __call__(self, messages: Sequence[BaseMessage], /) -> int:
         """Return the token count of ``messages``."""
         ...
+
+
+def tool_call_ids(message: BaseMessage) -> list[str]:
+    """Return the ids of the tool calls an AIMessage makes, in every format, once each.
+
+    ``tool_calls``, ``invalid_tool_calls``, tool-call content blocks (Anthropic
+    ``tool_use``, Responses ``function_call``, v1 ``tool_call``) and OpenAI-style
+    ``additional_kwargs["tool_calls"]``.
+    """
+    return call_ids(message)
 
 
 def message_text(message: BaseMessage) -> str:

@@ -4,33 +4,43 @@ Keeps the head (the task), every system message, the last unit (the newest
 message is never dropped), prior pipeline summaries where they fit, then as many
 whole tail units as fit, and one note saying how many messages were removed. When
 what must be kept exceeds the budget by itself, the largest kept messages are cut
-in the middle with a visible marker, as many as needed, system messages last.
+with visible markers (any oversized value: text, tool arguments of every shape,
+blocks of any kind), as many as needed: reasoning blocks only then, whole, the task
+after them and system messages last. When the system messages alone exceed the
+budget, :class:`~langchain_context_pipeline.errors.BudgetError` says so.
 """
 
 from __future__ import annotations
 
 import hashlib
 import logging
+import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
+from langchain_context_pipeline._blocks import (
+    CALL_BLOCKS,
+    REASONING_BLOCKS,
+    RESULT_BLOCKS,
+    block_type,
+)
 from langchain_context_pipeline._checks import check_int
 from langchain_context_pipeline._coerce import coerce_messages
 from langchain_context_pipeline._meter import Meter
-from langchain_context_pipeline._trim import cut_middle, with_cut_args
+from langchain_context_pipeline._trim import cut_middle, replace_text, with_cut_args
 from langchain_context_pipeline._units import Split, snap_forward
 from langchain_context_pipeline.digest import build_index
-from langchain_context_pipeline.marks import METADATA_KEY, pipeline_kind
+from langchain_context_pipeline.errors import BudgetError
+from langchain_context_pipeline.marks import pipeline_kind, pipeline_mark
+from langchain_context_pipeline.references import format_ref, message_ref, span_ref
 from langchain_context_pipeline.tokens import message_text, resolve_token_counter
 
 __all__ = ["TruncateStats", "hard_truncate", "truncate"]
 
 logger = logging.getLogger("langchain_context_pipeline")
-
-_KEEP_BLOCKS = frozenset({"text", "tool_use", "tool_call"})
 
 
 @dataclass
@@ -45,7 +55,7 @@ class TruncateStats:
     """Tokens of the whole list after truncation (set by the pipeline)."""
 
 
-_NOTE_CHARS = 72
+_NOTE_CHARS = 100
 """Room for the note's first line."""
 
 
@@ -58,39 +68,104 @@ def removal_note(dropped: Sequence[BaseMessage], index_chars: int = 0) -> HumanM
     key = hashlib.sha256()
     for m in dropped:
         key.update((m.id or message_text(m)[:200]).encode("utf-8", "surrogatepass"))
-    content = f"[{len(dropped)} earlier messages were removed to fit the context window.]"
+    span = span_ref(dropped) if dropped else ""
+    named = f" ({format_ref(span)})" if span else ""
+    content = f"[{len(dropped)} earlier messages were removed to fit the context window{named}.]"
     index = build_index(dropped, index_chars, what="removed") if index_chars else ""
+    content = f"{content}\n{index}" if index else content
+    note_id = f"context-note-{key.hexdigest()[:20]}"
+    fields: dict[str, Any] = {"dropped": len(dropped)}
+    if span:
+        fields["span"] = span
     return HumanMessage(
-        content=f"{content}\n{index}" if index else content,
-        id=f"context-note-{key.hexdigest()[:20]}",
-        response_metadata={METADATA_KEY: {"kind": "note", "dropped": len(dropped)}},
+        content=content,
+        id=note_id,
+        response_metadata=pipeline_mark("note", content, note_id, **fields),
     )
 
 
-def _shrink(message: BaseMessage, excess: int, meter: Meter) -> BaseMessage:
-    """Cut ``message`` in the middle until it is ``excess`` tokens smaller, or minimal."""
-    target = meter.one(message) - excess
-    if isinstance(message, AIMessage) and (message.tool_calls or message.invalid_tool_calls):
-        message = with_cut_args(message, 64)[0]
-        if meter.one(message) <= target:
-            return message
-    text = message_text(message)
-    content: Any = message.content
-    if not isinstance(content, str):
-        blocks = [b for b in content if isinstance(b, dict) and b.get("type") in _KEEP_BLOCKS]
-        others = [b for b in blocks if b.get("type") != "text"]
-        content = others
-    keep = max(len(text) - excess * 4 - 64, 0)
-    while True:
-        cut = cut_middle(text, keep * 2 // 3, keep // 3)
-        if isinstance(content, str):
-            new_content: Any = cut
+def _slim_blocks(content: list[Any], drop_reasoning: bool, ref: str = "") -> list[Any]:
+    """Return block content with bulky blocks replaced by one-line markers.
+
+    Text blocks and tool-call blocks stay (the text is cut by the caller, the
+    arguments by :func:`with_cut_args`); a tool result keeps its id with a marker
+    for its content; reasoning blocks stay whole, or go whole with
+    ``drop_reasoning`` (see :mod:`._blocks` for what providers accept).
+    """
+    named = f" {format_ref(ref)}" if ref else ""
+    out: list[Any] = []
+    for block in content:
+        kind = block_type(block)
+        if isinstance(block, str) or kind == "text" or kind in CALL_BLOCKS:
+            out.append(block)
+        elif kind in REASONING_BLOCKS:
+            if not drop_reasoning:
+                out.append(block)
+        elif kind in RESULT_BLOCKS:
+            key = "output" if kind == "function_call_output" else "content"
+            slim = {k: v for k, v in block.items() if k in ("type", RESULT_BLOCKS[kind])}
+            out.append({**slim, key: f"[result cut to fit the context window{named}]"})
         else:
-            new_content = [{"type": "text", "text": cut}, *content]
-        shrunk = message.model_copy(update={"content": new_content})
+            out.append(
+                {
+                    "type": "text",
+                    "text": f"[{kind or 'block'} cut to fit the context window{named}]",
+                }
+            )
+    return out
+
+
+def _chars_for(tokens: int, base: BaseMessage, text: str, meter: Meter) -> int:
+    """Return how many chars of ``text`` hold ``tokens`` tokens, by the text's own density.
+
+    The density is the counter's: what ``text`` adds to ``base`` over an empty text
+    (dense scripts, digits and JSON cost more per char than English prose).
+    """
+    if not text or tokens <= 0:
+        return 0
+    full = meter.one(base.model_copy(update={"content": replace_text(base, text)}))
+    empty = meter.one(base.model_copy(update={"content": replace_text(base, "")}))
+    return math.ceil(tokens * len(text) / max(full - empty, 1))
+
+
+def _shrink(message: BaseMessage, excess: int, meter: Meter, drop_reasoning: bool) -> BaseMessage:
+    """Cut ``message`` until it is ``excess`` tokens smaller, or minimal.
+
+    Tool-call arguments (every copy), then bulky blocks and the text (in the
+    middle, with a marker), then, with ``drop_reasoning``, whole reasoning blocks.
+    """
+    target = meter.one(message) - excess
+    # A cut names the original, unless the pipeline wrote the message itself.
+    ref = "" if pipeline_kind(message) in ("summary", "note") else message_ref(message)
+    if isinstance(message, AIMessage):
+        for limit in (1024, 256, 64):
+            slim = with_cut_args(message, limit, ref)[0]
+            if meter.one(slim) <= target:
+                return slim
+        message = slim
+    text = message_text(message)
+    base = message
+    if not isinstance(message.content, str):
+        base = message.model_copy(
+            update={"content": _slim_blocks(message.content, drop_reasoning, ref)}
+        )
+    if base is not message and meter.one(base) <= target:
+        return base
+    # Cut by the text's own density (the marker takes the 64 chars' room).
+    over = meter.one(base) - target
+    keep = max(len(text) - _chars_for(over, base, text, meter) - 64, 0)
+    shrunk = base
+    while text:
+        cut = cut_middle(text, keep * 2 // 3, keep // 3, ref)
+        shrunk = base.model_copy(update={"content": replace_text(base, cut)})
         if keep == 0 or meter.one(shrunk) <= target:
-            return shrunk
+            break
         keep //= 2
+    if meter.one(shrunk) > meter.one(base):  # a marker longer than the text is no cut
+        shrunk = base
+    if meter.one(shrunk) > target and isinstance(shrunk, AIMessage):
+        shrunk = with_cut_args(shrunk, 0, ref)[0]
+    return shrunk
 
 
 @dataclass
@@ -105,6 +180,7 @@ def _select(
     where: Split,
     budget: int,
     meter: Meter,
+    step: int = 0,
 ) -> _Plan:
     n = len(messages)
     units = where.units
@@ -146,24 +222,30 @@ def _select(
         first = u[0]
     # Keep the tail from a checkpoint on, so the dropped span (and the note saying
     # so) changes only every quarter budget, not at every turn.
-    first = snap_forward(messages, units, first, max(budget // 4, 1), meter)
+    first = snap_forward(messages, units, first, max(budget // 4, step, 1), meter)
     for u in fill:
         if u[0] >= first:
             keep.update(range(*u))
             used += meter.span(messages, *u)
     shrunk: dict[int, BaseMessage] = {}
     if used > budget:
-        # What must be kept does not fit: cut the largest kept messages, system last.
+        # What must be kept does not fit: cut the largest kept messages first, their
+        # reasoning blocks only then, the task after them and system messages last.
+        def tier(i: int) -> int:
+            return 2 if i in where.systems else 1 if i < h else 0
+
         order = sorted(
-            (i for i in keep if i < n),
-            key=lambda i: (i in where.systems, -meter.one(messages[i]), i),
+            (i for i in keep if i < n), key=lambda i: (tier(i), -meter.one(messages[i]), i)
         )
-        for i in order:
+        passes = [(i, False) for i in order if tier(i) == 0]
+        passes += [(i, True) for i in order]
+        for i, drop_reasoning in passes:
             excess = used - budget
             if excess <= 0:
                 break
-            before = meter.one(messages[i])
-            shrunk[i] = _shrink(messages[i], excess, meter)
+            current = shrunk.get(i, messages[i])
+            before = meter.one(current)
+            shrunk[i] = _shrink(current, excess, meter, drop_reasoning)
             used -= before - meter.one(shrunk[i])
     return _Plan(keep, shrunk, index_chars)
 
@@ -183,16 +265,32 @@ def _assemble(messages: Sequence[BaseMessage], plan: _Plan) -> list[BaseMessage]
 
 
 def truncate(
-    messages: Sequence[BaseMessage], where: Split, threshold: int, meter: Meter
+    messages: Sequence[BaseMessage], where: Split, threshold: int, meter: Meter, step: int = 0
 ) -> tuple[list[BaseMessage], TruncateStats]:
     """Cut ``messages`` (split as ``where``) to at most ``threshold`` tokens by ``meter``.
 
+    The kept tail starts at a checkpoint every ``max(step, threshold // 4)`` tokens.
+
     Returns the new list (a copy of the input when it already fits) and what was
     trimmed or shortened.
+
+    Raises:
+        BudgetError: when the system messages alone exceed ``threshold``, or what
+            must be kept still exceeds it once cut to its minimum.
     """
     total = meter.total(messages)
     if total <= threshold:
         return list(messages), TruncateStats()
+    systems = [messages[i] for i in sorted(where.systems)]
+    system_tokens = meter.total(systems) if systems else 0
+    if system_tokens > threshold:
+        raise BudgetError(
+            f"the {len(systems)} system message(s) alone take {system_tokens} tokens, over "
+            f"the budget of {threshold} tokens; they are never dropped: shorten them or "
+            "raise the threshold",
+            required=system_tokens,
+            budget=threshold,
+        )
     # A counter that is not a plain sum (framing per request) is met by shrinking
     # the budget by its overhead, and again by whatever the check still finds.
     overhead = 0 if meter.additive else max(total - sum(meter.one(m) for m in messages), 0)
@@ -200,15 +298,20 @@ def truncate(
     out: list[BaseMessage] = list(messages)
     plan = _Plan(set(range(len(messages))), {})
     for _ in range(8):
-        plan = _select(messages, where, budget, meter)
+        plan = _select(messages, where, budget, meter, step)
         out = _assemble(messages, plan)
         excess = meter.total(out) - threshold
         if excess <= 0:
             break
         budget -= excess
     else:
-        logger.error(
-            "hard truncation could not reach %d tokens: what must be kept is too large", threshold
+        required = meter.total(out)
+        raise BudgetError(
+            f"hard truncation cannot reach the budget of {threshold} tokens: what must be "
+            f"kept (head, system messages, the last unit), each cut to its minimum, still "
+            f"takes {required} tokens",
+            required=required,
+            budget=threshold,
         )
     stats = TruncateStats(trimmed=len(messages) - len(plan.keep), shortened=len(plan.shrunk))
     return out, stats
@@ -232,13 +335,16 @@ def hard_truncate(
     Returns:
         The input list itself when it fits, else a new list within ``threshold``.
 
+    Raises:
+        BudgetError: when the system messages alone exceed ``threshold``.
+
     Example:
         >>> from langchain_core.messages import HumanMessage, SystemMessage
         >>> history = [SystemMessage("be brief"), HumanMessage("task")]
         >>> history += [HumanMessage("x" * 400) for _ in range(10)]
         >>> out = hard_truncate(history, threshold=300)
         >>> out[2].content
-        '[9 earlier messages were removed to fit the context window.]'
+        '[9 earlier messages were removed to fit the context window (ref=d500d5e2).]'
     """
     check_int("threshold", threshold, 1)
     items = coerce_messages(messages)

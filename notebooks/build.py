@@ -201,8 +201,87 @@ print("per step:", sizes)
 assert max(sizes) <= 8000"""),
 ]
 
+DEEP_SCRIPTED = """from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, HumanMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import tool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+TASK = "Audit src/payments: which handlers skip validation?"
+
+
+@tool
+def lookup(query: str) -> str:
+    \"\"\"Look a handler up in the code base.\"\"\"
+    return "\\n".join(f"{i:04d} handler {query}: validates, then process(request)" for i in range(60))
+
+
+class ScriptedDeepModel(BaseChatModel):
+    \"\"\"Stands in for the remote model: one script per conversation (the main agent's and
+    the subagent's), keyed by its task; delegates once to the researcher; records requests.\"\"\"
+
+    seen: dict = {}
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted-deep"
+
+    def bind_tools(self, tools, **kwargs):
+        return self.bind(tools=[convert_to_openai_tool(t) for t in tools])
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        if "nostream" in (run_manager.tags if run_manager else []):  # the pipeline's summarizer call
+            reply = AIMessage("Summary: looked up the payment handlers one by one; none skips validation yet.")
+            return ChatResult(generations=[ChatGeneration(message=reply)])
+        asks = [m.content for m in messages if isinstance(m, HumanMessage)]
+        key = "main" if TASK in asks else "researcher"
+        self.seen.setdefault(key, []).append(list(messages))
+        step = len(self.seen[key]) - 1
+        if step >= (30 if key == "main" else 20):
+            reply = AIMessage(f"{key}: done after {step} steps.")
+        elif key == "main" and step == 10:
+            args = {"description": "Read the refund handlers and report.", "subagent_type": "researcher"}
+            reply = AIMessage("Delegating the refunds.", tool_calls=[{"name": "task", "args": args, "id": f"{key}-{step}"}])
+        else:
+            call = {"name": "lookup", "args": {"query": f"{key} handler {step}"}, "id": f"{key}-{step}"}
+            reply = AIMessage(f"Step {step}: next handler. " + "Notes. " * 150, tool_calls=[call])
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+model = ScriptedDeepModel(profile={"max_input_tokens": 16000})
+researcher = {"name": "researcher", "description": "Reads code and reports.", "system_prompt": "You read code and report."}"""
+
+DEEPAGENTS = [
+    ("md", "# 05 · deepagents: the pipeline as a deep agent's context manager\n\n`create_deep_agent` puts its own summarisation in a middleware slot named `SummarizationMiddleware`. `DeepAgentContextMiddleware` takes that slot, for the main agent and its subagents. A scripted model stands in for the remote one (offline) and also writes the summaries."),
+    ("code", DEEP_SCRIPTED),
+    ("code", """from langgraph.checkpoint.memory import InMemorySaver
+
+from langchain_context_pipeline.deepagents import DeepAgentContextMiddleware, create_deep_agent
+
+context = DeepAgentContextMiddleware(threshold=("fraction", 0.75), tail_budget=3000, model=model)
+agent = create_deep_agent(model, [lookup], context=context, subagents=[researcher], checkpointer=InMemorySaver())
+config = {"configurable": {"thread_id": "deep"}, "recursion_limit": 500}"""),
+    ("md", "## Watching it in the stream\n\nEach call that compresses writes one event to the stream (`stream_mode=\"custom\"`); calls that need nothing write none."),
+    ("code", """events = []
+for mode, chunk in agent.stream({"messages": [("user", TASK)]}, config, stream_mode=["updates", "custom"]):
+    if mode == "custom" and chunk.get("type") == "context_pipeline":
+        events.append(chunk)
+        done = "summary written" if chunk["summary_written"] else "summary reused" if chunk["summary_reused"] else ""
+        print(f"{chunk['tokens_before']:>6} -> {chunk['tokens_after']:>5} tokens  {'+'.join(chunk['stages']) or '-':<14} {done}")
+print(len(events), "compressing calls out of", sum(len(v) for v in model.seen.values()))"""),
+    ("md", "## Only the pipeline compressed\n\ndeepagents wrote no summary of its own, and every request, the subagent's included, kept its task."),
+    ("code", """state = agent.get_state(config).values
+print("deepagents summary event:", state.get("_summarization_event"))
+print("main agent:", state["messages"][-1].content)
+for key, requests in model.seen.items():
+    task = TASK if key == "main" else "Read the refund handlers and report."
+    print(key, "-", len(requests), "calls; the task in each:", all(any(m.content == task for m in r) for r in requests))
+assert state.get("_summarization_event") is None and events"""),
+]
+
 if __name__ == "__main__":
     write("01_quickstart", QUICKSTART)
     write("02_langgraph_pre_model_hook", HOOK)
     write("03_create_agent_middleware", MIDDLEWARE)
     write("04_real_transcripts", REAL)
+    write("05_deepagents", DEEPAGENTS)

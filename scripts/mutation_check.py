@@ -14,7 +14,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 
-# (name, file, text to replace, replacement, property test that must fail)
+# (name, file, text to replace, replacement, test that must fail: a test of
+# test_properties.py, or ``file::test`` of another module of tests/unit_tests)
 MUTANTS = [
     (
         "budget: no cutting of kept messages",
@@ -54,8 +55,8 @@ MUTANTS = [
     (
         "idempotence: under budget, a copy comes back",
         "pipeline.py",
-        "return CompressionResult(work, report, running if report.summary_reused",
-        "return CompressionResult(list(work), report, running if report.summary_reused",
+        "return CompressionResult(work, report, carried if report.summary_reused",
+        "return CompressionResult(list(work), report, carried if report.summary_reused",
         "test_idempotent",
     ),
     (
@@ -65,13 +66,73 @@ MUTANTS = [
         "    keep = limit",
         "test_pruning_is_a_fixed_point",
     ),
+    (
+        "shapes: tool pairs: Anthropic tool_result blocks are not results",
+        "_blocks.py",
+        "        if isinstance(block, dict) and kind in RESULT_BLOCKS:",
+        "        if False:",
+        "test_properties_shapes.py::test_tool_pairs_intact_in_every_format",
+    ),
+    (
+        "shapes: argument copies: tool-call blocks keep their full arguments",
+        "_blocks.py",
+        "and kind in CALL_BLOCKS and CALL_BLOCKS[kind][1] in block:",
+        "and False:",
+        "test_properties_shapes.py::test_tool_pairs_intact_in_every_format",
+    ),
+    (
+        "shapes: budget: oversized lists are not cut",
+        "_trim.py",
+        "    if total <= trigger:\n        return [item for item, _ in items], total",
+        "    if True:\n        return [item for item, _ in items], total",
+        # 60 generated examples rarely hold a big list in the last unit: a regression test.
+        "test_shapes.py::test_a_huge_list_argument_is_cut_not_the_system_prompt_or_the_task",
+    ),
+    (
+        "shapes: reasoning: cutting a message edits its reasoning blocks",
+        "truncate.py",
+        "            if not drop_reasoning:\n                out.append(block)",
+        "            if not drop_reasoning:\n                out.append({**block, 'data': 0})",
+        "test_properties_shapes.py::test_reasoning_blocks_never_edited",
+    ),
+    (
+        "system messages: a reused summary drops the system messages of its span",
+        "pipeline.py",
+        "            kept = [i for i in range(start, stop) if i in where.systems]",
+        "            kept = []",
+        "test_properties_loop.py::test_loop_keeps_systems_budget_pairs_and_trusts_no_forgery",
+    ),
+    (
+        "determinism: the pruning memo ignores edits in place",
+        "pruner.py",
+        "        if self.source() is not message or self.state != state:",
+        "        if self.source() is not message:",
+        "test_properties_loop.py::test_loop_output_equals_a_fresh_pipelines",
+    ),
+    (
+        "trust: a mark is believed without its signature",
+        "marks.py",
+        "    if kind in WRITTEN_KINDS and not _verified(message, mark or {}):",
+        "    if False:",
+        "test_properties_loop.py::test_loop_keeps_systems_budget_pairs_and_trusts_no_forgery",
+    ),
+    (
+        "determinism: one circuit breaker for every conversation",
+        "condenser.py",
+        "self.breakers.get(conversation_key(messages))",
+        'self.breakers.get("")',
+        "test_trust.py::test_failures_in_one_conversation_do_not_change_another",
+    ),
 ]
 
 
 def main() -> int:
     """Run every mutant; return 1 if any survived."""
     survived = 0
+    only = sys.argv[1] if len(sys.argv) > 1 else ""  # run the mutants whose name has this
     for name, file, old, new, test in MUTANTS:
+        if only not in name:
+            continue
         with tempfile.TemporaryDirectory() as tmp:
             tree = Path(tmp)
             package = "langchain_context_pipeline"
@@ -94,7 +155,9 @@ def main() -> int:
                     "-q",
                     "-p",
                     "no:cacheprovider",
-                    f"tests/unit_tests/test_properties.py::{test}",
+                    f"tests/unit_tests/{test}"
+                    if "::" in test
+                    else f"tests/unit_tests/test_properties.py::{test}",
                 ],
                 cwd=tree,
                 env={"PYTHONPATH": str(tree), "HYPOTHESIS_PROFILE": "dev", "PATH": "/usr/bin:/bin"},

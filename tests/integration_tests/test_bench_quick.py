@@ -19,5 +19,7 @@ def test_quick_benchmark_runs_and_ours_keeps_every_invariant() -> None:
         assert totals[strategy]["unanswered"] == 0
     # The harness measured the peers too, and no management overflows at 16k.
     assert totals["none"]["overflows"] > 0
-    assert {"lc_summarization", "lc_context_editing", "langmem", "trim"} <= set(totals)
+    assert {"lc_summarization", "lc_context_editing", "langmem", "trim", "deepagents"} <= set(
+        totals
+    )
     assert out["scaling"]["sizes"][0]["noop_returns_same_list"]

@@ -49,6 +49,7 @@ from scripted_model import TASK, ScriptedToolModel, file_content, filler
 
 from langchain_context_pipeline import ContextPipeline, is_pipeline_summary
 from langchain_context_pipeline.langgraph import DEFAULT_SUMMARY_KEY
+from langchain_context_pipeline.marks import MARK_KEY_ENV
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 
@@ -185,10 +186,18 @@ class Pool:
 
 @pytest.fixture(scope="module")
 def pool(pg_url: str) -> Iterator[Pool]:
+    # Workers sharing a checkpointer share the key that signs the pipeline's marks
+    # (spawned processes inherit it), so each trusts the summaries the others wrote.
+    previous = os.environ.get(MARK_KEY_ENV)
+    os.environ[MARK_KEY_ENV] = uuid.uuid4().hex
     pool = Pool()
     pool.take(2)  # both start importing at once
     yield pool
     pool.close()
+    if previous is None:
+        os.environ.pop(MARK_KEY_ENV, None)
+    else:
+        os.environ[MARK_KEY_ENV] = previous
 
 
 def settings(

@@ -259,7 +259,10 @@ def test_a_success_resets_the_failure_count() -> None:
             raise TimeoutError("upstream timeout")
         return reply
 
-    pipeline = ContextPipeline(threshold=16_000, tail_budget=4000, model=flaky, failure_limit=3)
+    # The same history six times: with no summary memory, each call asks again.
+    pipeline = ContextPipeline(
+        threshold=16_000, tail_budget=4000, model=flaky, failure_limit=3, summary_memory=False
+    )
     history = agent_history(steps=60, text=1900)
     reports = [pipeline.compress(history).report for _ in range(6)]
     assert [r.summarizer_calls for r in reports] == [1] * 6

@@ -9,6 +9,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 
 from langchain_context_pipeline import Pruner
 from langchain_context_pipeline._units import Split
+from langchain_context_pipeline.references import format_ref, message_ref
 
 
 def read_call(cid: str = "c1", path: str = "src/app.py") -> dict[str, Any]:
@@ -25,9 +26,13 @@ def history_with_old_read(size: int = 45_210) -> list[BaseMessage]:
     ]
 
 
+T1 = format_ref(message_ref(ToolMessage("", tool_call_id="c1", id="t1")))
+"""The reference every brief of ``t1`` ends with."""
+
+
 def test_old_long_tool_result_becomes_a_brief_from_its_call_args() -> None:
     out = Pruner(tail_budget=100).invoke(history_with_old_read())
-    assert out[3].content == "[read_file] src/app.py (45,210 chars)"
+    assert out[3].content == f"[read_file] src/app.py (45,210 chars) {T1}"
 
 
 def test_short_tool_result_is_kept() -> None:
@@ -64,7 +69,7 @@ def test_tool_args_are_cut_recursively() -> None:
     new_args = out[1].tool_calls[0]["args"]
     assert len(new_args["content"]) <= 200
     assert new_args["content"].startswith("c" * 150)
-    assert "chars]" in new_args["content"]
+    assert f"chars {format_ref(message_ref(messages[1]))}]" in new_args["content"]
     assert len(new_args["edits"][0]["old"]) <= 200
     assert new_args["edits"][0]["new"] == "n" * 10
     assert new_args["n"] == 3 and new_args["path"] == "a.py"
@@ -192,7 +197,8 @@ def test_tool_result_with_image_is_briefed() -> None:
             HumanMessage("n"),
         ]
     )
-    assert out[2].content == "[browser_screenshot] https://a.b (10 chars) +1 image(s)"
+    ref = format_ref(message_ref(ToolMessage(content, tool_call_id="s1")))
+    assert out[2].content == f"[browser_screenshot] https://a.b (10 chars) +1 image(s) {ref}"
 
 
 def test_custom_brief_registry() -> None:
@@ -200,7 +206,7 @@ def test_custom_brief_registry() -> None:
         return f"[{name}] {args['path']} (custom)"
 
     out = Pruner(tail_budget=0, briefs={"read_file": brief}).invoke(history_with_old_read())
-    assert out[3].content == "[read_file] src/app.py (custom)"
+    assert out[3].content == f"[read_file] src/app.py (custom) {T1}"
 
 
 def test_pruning_twice_changes_nothing() -> None:
@@ -233,7 +239,7 @@ async def test_sync_and_async_agree(mode: str) -> None:
     pruner = Pruner(tail_budget=0)
     messages = history_with_old_read()
     out = pruner.invoke(messages) if mode == "sync" else await pruner.ainvoke(messages)
-    assert out[3].content == "[read_file] src/app.py (45,210 chars)"
+    assert out[3].content == f"[read_file] src/app.py (45,210 chars) {T1}"
 
 
 def test_repeated_pruning_reuses_results_with_the_same_stats() -> None:
@@ -251,8 +257,8 @@ def test_a_message_changed_in_place_is_pruned_again() -> None:
     first, _ = pruner.prune(messages, Split.of(messages, 0))
     messages[3].content = "y" * 9_999
     second, _ = pruner.prune(messages, Split.of(messages, 0))
-    assert first[3].content == "[read_file] src/app.py (45,210 chars)"
-    assert second[3].content == "[read_file] src/app.py (9,999 chars)"
+    assert first[3].content == f"[read_file] src/app.py (45,210 chars) {T1}"
+    assert second[3].content == f"[read_file] src/app.py (9,999 chars) {T1}"
 
 
 def test_a_different_call_for_the_same_result_is_briefed_again() -> None:

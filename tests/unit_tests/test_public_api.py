@@ -13,6 +13,7 @@ EXPECTED = {
     "ContextPipeline",
     "PruneStats",
     "Pruner",
+    "SummaryMemory",
     "CarriedSummary",
     "TokenCounter",
     "BriefFunction",
@@ -27,6 +28,7 @@ EXPECTED = {
     "CondenseSettings",
     "TruncateStats",
     "SUMMARY_STATE_KEY",
+    "BudgetError",
 }
 
 

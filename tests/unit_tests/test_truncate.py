@@ -5,6 +5,7 @@ from invariants import assert_pairs_kept, snapshot
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_context_pipeline import estimate_tokens, hard_truncate
+from langchain_context_pipeline.references import span_ref
 
 
 def long_history(n: int = 30, size: int = 2000) -> list[BaseMessage]:
@@ -28,7 +29,10 @@ def test_keeps_head_tail_and_a_note() -> None:
     assert out[2].content.startswith("[") and "earlier messages were removed" in out[2].content
     dropped = len(messages) - (len(out) - 1)
     first, *index = out[2].content.splitlines()
-    assert first == f"[{dropped} earlier messages were removed to fit the context window.]"
+    span = span_ref([m for m in messages if m not in out])
+    assert first == (
+        f"[{dropped} earlier messages were removed to fit the context window (ref={span}).]"
+    )
     assert index[0] == "Index of the removed turns (mechanical):"
     assert index[-1].startswith("- user: q") and all(
         line.startswith(("- user: q", "(")) for line in index[1:]

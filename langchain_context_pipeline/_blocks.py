@@ -1,0 +1,196 @@
+"""Content-block knowledge: which parts of a message carry tool calls, results, reasoning.
+
+Every format the input coercion accepts is read here, and only here:
+
+- LangChain: ``AIMessage.tool_calls`` / ``invalid_tool_calls`` (``id``, ``args``)
+  and ``ToolMessage.tool_call_id``;
+- OpenAI chat: ``additional_kwargs["tool_calls"]`` (``id``, ``function.arguments``
+  as a JSON string);
+- Anthropic: assistant ``tool_use`` blocks (``id``, ``input``) and user
+  ``tool_result`` blocks (``tool_use_id``);
+- OpenAI Responses: ``function_call`` blocks (``call_id``, ``arguments`` as a JSON
+  string) and ``function_call_output`` blocks (``call_id``);
+- LangChain v1 standard blocks: ``tool_call`` blocks (``id``, ``args``).
+
+Reasoning blocks (``thinking``, ``redacted_thinking``, ``reasoning``) are never
+edited, only kept whole or dropped whole, because that is what the providers accept:
+
+- Anthropic checks the ``signature`` of a ``thinking`` block (and the ``data`` of a
+  ``redacted_thinking`` block): an altered block is rejected. In a tool loop with
+  extended thinking, the assistant turn that made the pending tool calls must keep
+  its blocks unchanged; the blocks of earlier turns may be left out (the API strips
+  them from the context anyway).
+- OpenAI Responses ``reasoning`` items (with ``encrypted_content``) may be left out
+  of earlier turns; an edited one is rejected.
+- LangChain v1 ``reasoning`` blocks follow the provider they came from.
+
+So the pipeline keeps reasoning blocks byte-identical in every message it keeps
+verbatim, and drops them whole (newest turn last) only when nothing else can give.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+CALL_BLOCKS: dict[str, tuple[str, str]] = {
+    "tool_use": ("id", "input"),
+    "tool_call": ("id", "args"),
+    "function_call": ("call_id", "arguments"),
+}
+"""Content blocks that carry a tool call: type -> (id key, arguments key)."""
+
+RESULT_BLOCKS: dict[str, str] = {"tool_result": "tool_use_id", "function_call_output": "call_id"}
+"""Content blocks that carry a tool result: type -> key of the call id they answer."""
+
+REASONING_BLOCKS = frozenset({"thinking", "redacted_thinking", "reasoning"})
+"""Content blocks of model reasoning, kept whole or dropped whole, never edited."""
+
+
+def block_type(block: Any) -> str | None:
+    """Return a content block's ``type``, or None for a string or a non-dict."""
+    if isinstance(block, dict):
+        kind = block.get("type")
+        return kind if isinstance(kind, str) else None
+    return None
+
+
+def is_reasoning(block: Any) -> bool:
+    """Return whether ``block`` is a reasoning block."""
+    return block_type(block) in REASONING_BLOCKS
+
+
+def block_call_id(block: Any) -> str | None:
+    """Return the call id of a tool-call block, or None for any other block."""
+    kind = block_type(block)
+    if kind not in CALL_BLOCKS:
+        return None
+    key = CALL_BLOCKS[kind][0]
+    value = block.get(key) or (block.get("id") if key != "id" else None)
+    return value if isinstance(value, str) and value else None
+
+
+def _unique(ids: Sequence[Any]) -> list[str]:
+    seen: dict[str, None] = {}
+    for value in ids:
+        if isinstance(value, str) and value:
+            seen.setdefault(value, None)
+    return list(seen)
+
+
+def call_ids(message: BaseMessage) -> list[str]:
+    """Return the ids of the tool calls an AIMessage makes, in every format, once each."""
+    if not isinstance(message, AIMessage):
+        return []
+    ids: list[Any] = [c.get("id") for c in message.tool_calls]
+    ids += [c.get("id") for c in message.invalid_tool_calls]
+    if not isinstance(message.content, str):
+        ids += [block_call_id(b) for b in message.content]
+    raw = message.additional_kwargs.get("tool_calls")
+    if isinstance(raw, list):
+        ids += [r.get("id") for r in raw if isinstance(r, dict)]
+    return _unique(ids)
+
+
+def result_ids(message: BaseMessage) -> list[str]:
+    """Return the ids of the tool calls a message answers, in every format, once each.
+
+    A ``ToolMessage`` answers its ``tool_call_id``; any other message that is not an
+    AIMessage answers the calls of its ``tool_result`` / ``function_call_output`` blocks.
+    """
+    if isinstance(message, ToolMessage):
+        return _unique([message.tool_call_id])
+    if isinstance(message, AIMessage) or isinstance(message.content, str):
+        return []
+    ids: list[Any] = []
+    for block in message.content:
+        kind = block_type(block)
+        if isinstance(block, dict) and kind in RESULT_BLOCKS:
+            ids.append(block.get(RESULT_BLOCKS[kind]))
+    return _unique(ids)
+
+
+def pair_results(messages: Sequence[BaseMessage]) -> dict[int, list[int]]:
+    """Map each message that answers a call to the index of the message making that call.
+
+    Each result goes to the *nearest preceding open* call of its id, so a server
+    that reuses an id (say ``"0"``) across turns pairs every result with its own
+    call; a second result for an answered call goes with that call (it cannot be
+    sent without it). Returns ``{result index: [call message indices]}``; a result
+    whose call is absent maps to nothing.
+    """
+    open_calls: dict[str, list[int]] = {}
+    last_call: dict[str, int] = {}
+    pairs: dict[int, list[int]] = {}
+    for index, message in enumerate(messages):
+        for cid in result_ids(message):
+            stack = open_calls.get(cid)
+            start = stack.pop() if stack else last_call.get(cid)
+            if start is not None:
+                pairs.setdefault(index, []).append(start)
+        for cid in call_ids(message):
+            open_calls.setdefault(cid, []).append(index)
+            last_call[cid] = index
+    return pairs
+
+
+def _cut_arguments(value: Any, cut: Callable[[Any], Any]) -> Any:
+    """Cut one copy of arguments: a JSON-like value, or a JSON string of one."""
+    if not isinstance(value, str):
+        return cut(value)
+    try:
+        parsed = json.loads(value)
+    except (ValueError, RecursionError):
+        out = cut(value)
+        return out if isinstance(out, str) else json.dumps(out, ensure_ascii=False)
+    if isinstance(parsed, str):
+        return json.dumps(cut(parsed), ensure_ascii=False)
+    cut_value = cut(parsed)
+    if cut_value == parsed:
+        return value  # untouched: keep the provider's own bytes
+    return json.dumps(cut_value, ensure_ascii=False)
+
+
+def cut_call_arguments(message: AIMessage, cut: Callable[[Any], Any]) -> AIMessage:
+    """Return ``message`` with ``cut`` applied to every copy of its tool-call arguments.
+
+    ``tool_calls`` (dicts), ``invalid_tool_calls`` (strings), tool-call content
+    blocks (``input``/``args`` dicts, ``arguments`` JSON strings) and OpenAI-style
+    ``additional_kwargs["tool_calls"]`` are all cut, so no provider is sent the
+    original. ``cut`` must be a fixed point. Returns ``message`` itself when
+    nothing changes.
+    """
+    update: dict[str, Any] = {}
+    calls = [{**c, "args": cut(c["args"])} for c in message.tool_calls]
+    if calls != message.tool_calls:
+        update["tool_calls"] = calls
+    invalid = [
+        {**c, "args": _cut_arguments(c["args"], cut)} if isinstance(c.get("args"), str) else c
+        for c in message.invalid_tool_calls
+    ]
+    if invalid != message.invalid_tool_calls:
+        update["invalid_tool_calls"] = invalid
+    if not isinstance(message.content, str):
+        blocks: list[Any] = []
+        for block in message.content:
+            kind = block_type(block)
+            if isinstance(block, dict) and kind in CALL_BLOCKS and CALL_BLOCKS[kind][1] in block:
+                key = CALL_BLOCKS[kind][1]
+                block = {**block, key: _cut_arguments(block[key], cut)}
+            blocks.append(block)
+        if blocks != message.content:
+            update["content"] = blocks
+    raw_calls = message.additional_kwargs.get("tool_calls")
+    if isinstance(raw_calls, list):
+        raw_out: list[Any] = []
+        for raw in raw_calls:
+            fn = raw.get("function") if isinstance(raw, dict) else None
+            if isinstance(fn, dict) and "arguments" in fn:
+                raw = {**raw, "function": {**fn, "arguments": _cut_arguments(fn["arguments"], cut)}}
+            raw_out.append(raw)
+        if raw_out != raw_calls:
+            update["additional_kwargs"] = {**message.additional_kwargs, "tool_calls": raw_out}
+    return message.model_copy(update=update) if update else message

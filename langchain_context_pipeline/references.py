@@ -1,0 +1,227 @@
+"""Short, stable references to what compaction replaced, and how they resolve.
+
+Every brief, cut, summary and removal note names the originals it stands for
+with a reference such as ``ref=ab12cd34`` (one message) or
+``ref=ab12cd34..ef567890`` (a span, from its first to its last message). A
+message's reference is derived from its id, or from its content when it has
+none: the same history gives the same references, so a provider's prompt cache
+keeps its prefix. A reference is only a name: it resolves against the messages
+of one conversation (graph state) or that conversation's archive, never across
+conversations (see :mod:`langchain_context_pipeline.recall`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from langchain_context_pipeline._countable import dumps as _dumps
+from langchain_context_pipeline.marks import METADATA_KEY, pipeline_kind
+from langchain_context_pipeline.tokens import message_text
+
+__all__ = [
+    "REF_PATTERN",
+    "call_of",
+    "find_refs",
+    "format_ref",
+    "message_ref",
+    "parse_ref",
+    "render_message",
+    "resolve",
+    "span_bounds",
+    "span_ref",
+    "stands_in",
+    "written_text",
+]
+
+_LENGTH = 8
+"""Hex digits of a message reference (32 bits: unique within any one conversation)."""
+
+REF_PATTERN = re.compile(r"\bref=([0-9a-f]{8}(?:\.\.[0-9a-f]{8})?)\b")
+"""How a reference appears in text: ``ref=`` and one or two 8-digit hex names."""
+
+_BARE = re.compile(r"^([0-9a-f]{8})(?:\.\.([0-9a-f]{8}))?$")
+
+
+def message_ref(message: BaseMessage) -> str:
+    """Return the message's reference: 8 hex digits of a hash of its id or its content.
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> message_ref(HumanMessage("hi", id="m1")) == message_ref(HumanMessage("yo", id="m1"))
+        True
+    """
+    if message.id:
+        seed = f"id:{message.id}"
+    else:
+        extra: Any = message.tool_call_id if isinstance(message, ToolMessage) else None
+        if isinstance(message, AIMessage) and message.tool_calls:
+            extra = message.tool_calls
+        try:
+            body = json.dumps(
+                [message.type, message.content, extra],
+                sort_keys=True,
+                default=str,
+                ensure_ascii=False,
+            )
+        except (ValueError, RecursionError):  # deeply nested arguments: the flat writer
+            body = _dumps([message.type, message.content, extra])
+        seed = f"content:{body}"
+    return hashlib.sha256(seed.encode("utf-8", "surrogatepass")).hexdigest()[:_LENGTH]
+
+
+def format_ref(ref: str) -> str:
+    """Return ``ref`` as it is written in text: ``ref=ab12cd34``."""
+    return f"ref={ref}"
+
+
+def span_bounds(message: BaseMessage) -> tuple[str, str]:
+    """Return the first and last reference a message stands for.
+
+    A summary or removal note the pipeline wrote stands for the span it names in
+    its mark; any other message stands for itself.
+    """
+    if pipeline_kind(message) in ("summary", "note"):
+        meta = message.response_metadata.get(METADATA_KEY)
+        span = meta.get("span") if isinstance(meta, dict) else None
+        if isinstance(span, str):
+            parsed = parse_ref(span)
+            if parsed is not None:
+                return parsed[0], parsed[1] or parsed[0]
+    ref = message_ref(message)
+    return ref, ref
+
+
+def span_ref(messages: Sequence[BaseMessage]) -> str:
+    """Return the reference of a run of messages: ``first..last`` (or one ref for one).
+
+    A prior summary or note at either end extends the span to what it stood for,
+    so the span resolves against the full history without that summary.
+    """
+    if not messages:
+        raise ValueError("span_ref needs at least one message")
+    first = span_bounds(messages[0])[0]
+    last = span_bounds(messages[-1])[1]
+    return first if first == last else f"{first}..{last}"
+
+
+def parse_ref(text: str) -> tuple[str, str | None] | None:
+    """Parse a reference as the agent gives it (``ab12cd34``, ``ref=ab12cd34..ef567890``).
+
+    Returns ``(first, last)``, ``last`` being None for a single message, or None
+    when ``text`` is not a reference.
+    """
+    cleaned = text.strip().strip("`'\"[]()").strip()
+    if cleaned.startswith("ref="):
+        cleaned = cleaned[4:]
+    match = _BARE.match(cleaned.lower())
+    if match is None:
+        return None
+    return match.group(1), match.group(2)
+
+
+def written_text(message: BaseMessage) -> str:
+    """Everything of a message a reference can be written in: its text and call arguments."""
+    text = message_text(message)
+    if isinstance(message, AIMessage) and (message.tool_calls or message.invalid_tool_calls):
+        calls: list[Any] = [c["args"] for c in message.tool_calls]
+        calls += [c.get("args") for c in message.invalid_tool_calls]
+        text += json.dumps(calls, ensure_ascii=False, default=str)
+    return text
+
+
+def stands_in(message: BaseMessage) -> bool:
+    """Whether ``message`` stands in for an original: a brief, cut, summary or note.
+
+    A brief or cut names its own original (the same reference as itself); a
+    summary or note is marked by the pipeline.
+    """
+    if pipeline_kind(message) is not None:
+        return True
+    return format_ref(message_ref(message)) in written_text(message)
+
+
+def find_refs(text: str) -> list[str]:
+    """Return the references written in ``text``, in order, without repeats."""
+    return list(dict.fromkeys(REF_PATTERN.findall(text)))
+
+
+def resolve(ref: str, messages: Sequence[BaseMessage]) -> list[BaseMessage] | None:
+    """Return the messages ``ref`` names within ``messages``, or None when it names none.
+
+    A single reference gives its message; a span gives every message from its
+    first to its last (a summary or note that stands for one end counts as it).
+    """
+    parsed = parse_ref(ref)
+    if parsed is None:
+        return None
+    first, last = parsed
+    if last is None:
+        for message in reversed(messages):
+            if message_ref(message) == first:
+                return [message]
+        return None
+    start = next((i for i, m in enumerate(messages) if span_bounds(m)[0] == first), None)
+    if start is None:
+        return None
+    stop = next(
+        (i for i in range(len(messages) - 1, start - 1, -1) if span_bounds(messages[i])[1] == last),
+        None,
+    )
+    return None if stop is None else list(messages[start : stop + 1])
+
+
+def call_of(message: BaseMessage, messages: Iterable[BaseMessage]) -> dict[str, Any] | None:
+    """Return ``{"name", "args"}`` of the tool call a ToolMessage answers, if found."""
+    if not isinstance(message, ToolMessage):
+        return None
+    for other in messages:
+        if isinstance(other, AIMessage):
+            for call in other.tool_calls:
+                if call.get("id") == message.tool_call_id:
+                    return {"name": call["name"], "args": call["args"]}
+    return None
+
+
+def _body(message: BaseMessage) -> str:
+    """The message's full text: string content as is, blocks as text plus JSON."""
+    content = message.content
+    if isinstance(content, str):
+        text = content
+    else:
+        others = [b for b in content if not (isinstance(b, dict) and b.get("type") == "text")]
+        text = message_text(message)
+        if others:
+            extra = json.dumps(others, ensure_ascii=False, default=str)
+            text = f"{text}\n[content blocks] {extra}" if text else f"[content blocks] {extra}"
+    if isinstance(message, AIMessage) and message.tool_calls:
+        calls = [
+            {"name": c["name"], "args": c["args"], "id": c.get("id")} for c in message.tool_calls
+        ]
+        text += ("\n" if text else "") + "[tool calls] " + json.dumps(calls, ensure_ascii=False)
+    return text
+
+
+def render_message(message: BaseMessage) -> str:
+    """Return the text recall gives back for one message (its full original text).
+
+    String content comes back byte for byte; block content as its text plus the
+    other blocks as JSON; an assistant message's tool calls with their arguments.
+    """
+    return _body(message)
+
+
+def render_span(messages: Sequence[BaseMessage]) -> str:
+    """Return a span as a transcript: each message under a line naming its role and ref."""
+    parts: list[str] = []
+    for message in messages:
+        role = message.type
+        if isinstance(message, ToolMessage) and message.name:
+            role = f"tool {message.name}"
+        parts.append(f"--- {role} {format_ref(message_ref(message))} ---\n{_body(message)}")
+    return "\n".join(parts)

@@ -1,0 +1,304 @@
+"""Generators of what real providers and agents send, and checks written without the library.
+
+Conversations mix LangChain ``tool_calls``, OpenAI chat ``additional_kwargs``,
+Anthropic ``tool_use``/``tool_result`` blocks, OpenAI Responses ``function_call``
+blocks and LangChain v1 ``tool_call`` blocks; reasoning blocks, images and
+citations; numeric, list and deeply nested arguments; parallel calls and call
+ids reused across turns; system messages (and ``ChatMessage`` system/developer
+roles) anywhere.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from hypothesis import strategies as st
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ChatMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
+
+from langchain_context_pipeline import DIGEST, ContextPipeline
+
+FORMATS = ["langchain", "openai", "anthropic", "responses", "v1"]
+REASONING = ("thinking", "redacted_thinking", "reasoning")
+WORDS = ["alpha", "src/app.py", "npm test", "FAILED", "ok", "é", "日本", "\n", "{"]
+
+
+@st.composite
+def texts(draw: st.DrawFn, low: int = 0, high: int = 6_000) -> str:
+    n = draw(st.integers(low, high))
+    seed = " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=4)))
+    return (seed * (n // len(seed) + 1))[:n]
+
+
+def _deep(depth: int) -> Any:
+    value: Any = "leaf"
+    for level in range(depth):
+        value = {"a": value} if level % 2 else [value]
+    return value
+
+
+@st.composite
+def arguments(draw: st.DrawFn) -> dict[str, Any]:
+    shape = draw(st.sampled_from(["path", "text", "numbers", "ints", "nested", "deep", "mixed"]))
+    if shape == "path":
+        return {"path": draw(texts(1, 80))}
+    if shape == "text":
+        return {"command": draw(texts(0, 8_000))}
+    if shape == "numbers":
+        return {"n": draw(st.integers(-(10**60), 10**60)), "x": draw(st.floats(allow_nan=False))}
+    if shape == "ints":
+        return {"ids": list(range(draw(st.integers(0, 3_000))))}
+    if shape == "nested":
+        cell = draw(texts(0, 300))
+        return {"rows": [{"k": i, "v": [cell]} for i in range(draw(st.integers(0, 40)))]}
+    if shape == "deep":
+        return {"tree": _deep(draw(st.integers(1, 600)))}
+    return {"path": "a.py", "ids": list(range(draw(st.integers(0, 500)))), "old": draw(texts())}
+
+
+@st.composite
+def reasoning_block(draw: st.DrawFn) -> dict[str, Any]:
+    kind = draw(st.sampled_from(REASONING))
+    body = draw(texts(1, 4_000))
+    if kind == "thinking":
+        return {"type": "thinking", "thinking": body, "signature": "sig" + str(len(body))}
+    if kind == "redacted_thinking":
+        return {"type": "redacted_thinking", "data": "ZW5j" * (len(body) // 4 + 1)}
+    return {
+        "type": "reasoning",
+        "id": f"rs_{len(body)}",
+        "summary": [{"type": "summary_text", "text": body}],
+    }
+
+
+@st.composite
+def ai_content(draw: st.DrawFn, calls: list[dict[str, Any]], fmt: str) -> Any:
+    """An AIMessage's content in ``fmt``: text, maybe reasoning, maybe call blocks."""
+    blocks: list[Any] = []
+    if draw(st.booleans()):
+        blocks.append(draw(reasoning_block()))
+    text = draw(texts(0, 5_000))
+    if text:
+        block: dict[str, Any] = {"type": "text", "text": text}
+        if draw(st.integers(0, 3)) == 0:
+            block["citations"] = [{"cited_text": "c", "type": "char_location"}]
+        if draw(st.integers(0, 3)) == 0:
+            block.update(id="msg_1", annotations=[{"type": "url_citation", "url": "u"}])
+        blocks.append(block)
+    for c in calls:
+        if fmt == "anthropic":
+            blocks.append(
+                {"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["args"]}
+            )
+        elif fmt == "responses":
+            args = json.dumps(c["args"])
+            blocks.append(
+                {
+                    "type": "function_call",
+                    "call_id": c["id"],
+                    "id": "fc_" + c["id"],
+                    "name": c["name"],
+                    "arguments": args,
+                }
+            )
+        elif fmt == "v1":
+            blocks.append(
+                {"type": "tool_call", "id": c["id"], "name": c["name"], "args": c["args"]}
+            )
+    if not blocks:
+        return ""
+    if (
+        len(blocks) == 1
+        and blocks[0].get("type") == "text"
+        and len(blocks[0]) == 2
+        and draw(st.booleans())
+    ):
+        return blocks[0]["text"]
+    return blocks
+
+
+def _result_content(draw: st.DrawFn) -> Any:
+    text = draw(texts())
+    if draw(st.integers(0, 5)) == 0:
+        return [
+            {"type": "text", "text": text},
+            {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+        ]
+    return text
+
+
+@st.composite
+def tool_turn(draw: st.DrawFn, ids: Callable[[], str]) -> list[BaseMessage]:
+    fmt = draw(st.sampled_from(FORMATS))
+    calls = [
+        {
+            "name": draw(st.sampled_from(["read_file", "bash", "search", "x"])),
+            "args": draw(arguments()),
+            "id": ids(),
+        }
+        for _ in range(draw(st.integers(1, 5)))
+    ]
+    content = draw(ai_content(calls, fmt))
+    mid = f"m{ids()}"
+    if fmt == "anthropic":
+        ai = AIMessage(content, id=mid)
+        results = [
+            {"type": "tool_result", "tool_use_id": c["id"], "content": draw(texts())} for c in calls
+        ]
+        return [ai, HumanMessage(results, id=f"m{ids()}")]
+    kwargs: dict[str, Any] = {}
+    if fmt == "openai":
+        kwargs["additional_kwargs"] = {
+            "tool_calls": [
+                {
+                    "id": c["id"],
+                    "type": "function",
+                    "function": {"name": c["name"], "arguments": json.dumps(c["args"])},
+                }
+                for c in calls
+            ]
+        }
+    out: list[BaseMessage] = [
+        AIMessage(content, tool_calls=[{**c, "type": "tool_call"} for c in calls], id=mid, **kwargs)
+    ]
+    for c in calls:
+        out.append(
+            ToolMessage(_result_content(draw), tool_call_id=c["id"], name=c["name"], id=f"m{ids()}")
+        )
+    return out
+
+
+def _call_ids(reuse: bool, ids: Callable[[], str]) -> Callable[[], str]:
+    """Call ids for one turn: "0", "1", ... again at every turn with ``reuse``."""
+    per_turn = iter(range(100))
+    return (lambda: str(next(per_turn))) if reuse else (lambda: f"c{ids()}")
+
+
+@st.composite
+def conversations(draw: st.DrawFn) -> list[BaseMessage]:
+    """A conversation in every format, with ids on every message (unique)."""
+    counter = iter(range(100_000))
+    reuse = draw(st.booleans())  # a server that numbers calls "0", "1", ... per turn
+
+    def ids() -> str:
+        return str(next(counter))
+
+    out: list[BaseMessage] = []
+    if draw(st.booleans()):
+        out.append(SystemMessage(draw(texts(1, 600)), id="sys"))
+    out.append(HumanMessage(draw(texts(1, 3_000)), id="task"))
+    for _ in range(draw(st.integers(0, 14))):
+        kind = draw(st.sampled_from(["human", "ai", "tools", "tools", "tools", "system"]))
+        if kind == "human":
+            out.append(HumanMessage(_result_content(draw), id=f"m{ids()}"))
+        elif kind == "ai":
+            out.append(AIMessage(draw(ai_content([], "langchain")), id=f"m{ids()}"))
+        elif kind == "system":
+            role = draw(st.sampled_from(["system", "developer", "plain"]))
+            text = draw(texts(1, 200))
+            if role == "plain":
+                out.append(SystemMessage(text, id=f"m{ids()}"))
+            else:
+                out.append(ChatMessage(content=text, role=role, id=f"m{ids()}"))
+        else:
+            turn = draw(tool_turn(_call_ids(reuse, ids)))
+            for message in turn:  # message ids stay unique when call ids repeat
+                message.id = f"m{ids()}"
+            out += turn
+    return out
+
+
+def _summarizer(size: int) -> Callable[[Sequence[BaseMessage]], str]:
+    def summarise(prompt: Sequence[BaseMessage]) -> str:
+        return ("summary of the middle. " * (size // 23 + 1))[:size]
+
+    return summarise
+
+
+@st.composite
+def pipelines(draw: st.DrawFn) -> ContextPipeline:
+    # The floor leaves room for the smallest last unit the conversations hold (five
+    # calls and five results, each cut to a marker with its reference): the
+    # content-aware estimate charges those markers about 35 tokens each.
+    threshold = draw(st.one_of(st.integers(600, 2_000), st.integers(2_000, 12_000)))
+    model = draw(st.sampled_from(["none", "digest", "model"]))
+    return ContextPipeline(
+        threshold=threshold,
+        tail_budget=draw(st.integers(0, threshold - 1)),
+        head_count=draw(st.integers(0, 3)),
+        model={"none": None, "digest": DIGEST, "model": _summarizer(draw(st.integers(1, 3_000)))}[
+            model
+        ],
+        tool_output_limit=draw(st.integers(0, 1_000)),
+        tool_args_limit=draw(st.integers(0, 400)),
+        min_summary_tokens=draw(st.integers(1, 300)),
+    )
+
+
+# -- checks written from the formats, not from the library's own pairing -------------
+
+
+def is_system(message: BaseMessage) -> bool:
+    if isinstance(message, SystemMessage):
+        return True
+    return isinstance(message, ChatMessage) and message.role in ("system", "developer")
+
+
+def _blocks(message: BaseMessage) -> list[dict[str, Any]]:
+    content = message.content
+    return [] if isinstance(content, str) else [b for b in content if isinstance(b, dict)]
+
+
+def calls_of(message: BaseMessage) -> dict[str, list[Any]]:
+    """Every copy of every call's arguments in an AIMessage, by call id (JSON parsed)."""
+    copies: dict[str, list[Any]] = {}
+    if not isinstance(message, AIMessage):
+        return copies
+    for c in message.tool_calls:
+        copies.setdefault(c["id"] or "", []).append(c["args"])
+    for b in _blocks(message):
+        if b.get("type") == "tool_use":
+            copies.setdefault(b["id"], []).append(b["input"])
+        elif b.get("type") == "tool_call":
+            copies.setdefault(b["id"], []).append(b["args"])
+        elif b.get("type") == "function_call":
+            copies.setdefault(b["call_id"], []).append(json.loads(b["arguments"]))
+    for raw in message.additional_kwargs.get("tool_calls", []):
+        copies.setdefault(raw["id"], []).append(json.loads(raw["function"]["arguments"]))
+    return copies
+
+
+def results_of(message: BaseMessage) -> list[str]:
+    if isinstance(message, ToolMessage):
+        return [message.tool_call_id]
+    if isinstance(message, AIMessage):
+        return []
+    return [b["tool_use_id"] for b in _blocks(message) if b.get("type") == "tool_result"]
+
+
+def broken_pairs(messages: Sequence[BaseMessage]) -> list[str]:
+    """Results with no open call before them, and calls never answered (by position)."""
+    problems: list[str] = []
+    pending: list[tuple[int, str]] = []  # (message index, call id) still unanswered
+    for index, message in enumerate(messages):
+        for cid in results_of(message):
+            match = next((p for p in reversed(pending) if p[1] == cid), None)
+            if match is None:
+                problems.append(f"result {cid!r} at {index} has no call")
+            else:
+                pending.remove(match)
+        pending += [(index, cid) for cid in calls_of(message)]
+    problems += [f"call {cid!r} at {index} unanswered" for index, cid in pending]
+    return problems
+
+
+def reasoning_of(message: BaseMessage) -> list[dict[str, Any]]:
+    return [b for b in _blocks(message) if b.get("type") in REASONING]

@@ -1,0 +1,105 @@
+"""Property tests over the turn-by-turn loop, with state carried between calls.
+
+Each example replays a generated agent run (``strategies_loop.runs``): at every
+turn the history grows, earlier messages may be edited in place, and the
+pipeline is called with the summary the previous turn carried, as the LangGraph
+hook and the middleware call it. At every turn:
+
+- system messages (and ``ChatMessage`` with role system or developer) are all
+  still there (DESIGN invariant 3);
+- the output is within budget, and no tool unit is split (invariants 1 and 2);
+- the caller's messages are not mutated;
+- no forged mark is trusted: no tool result is taken as a summary (invariant 6);
+- the long-lived pipeline's output equals a fresh instance's, given the same
+  carried summary (invariant 4: memos and breakers change nothing).
+
+Under ``HYPOTHESIS_PROFILE=ci`` each property replays 1,000 runs of two to eight
+turns (``LOOP_EXAMPLES`` overrides it).
+"""
+
+from __future__ import annotations
+
+import os
+
+from hypothesis import given, settings
+from invariants import assert_pairs_kept, snapshot
+from langchain_core.messages import BaseMessage, ChatMessage, SystemMessage
+from strategies_loop import Run, runs
+
+from langchain_context_pipeline import CarriedSummary, estimate_tokens, is_pipeline_summary
+from langchain_context_pipeline._units import is_system
+from langchain_context_pipeline.report import CompressionResult
+from langchain_context_pipeline.tokens import message_text
+
+LOOP_EXAMPLES = int(
+    os.environ.get("LOOP_EXAMPLES", 1_000 if os.environ.get("HYPOTHESIS_PROFILE") == "ci" else 40)
+)
+"""Runs per property (each of two to eight turns, so about 5,000 calls in CI); set
+``LOOP_EXAMPLES=2000`` for a longer run."""
+
+
+def replay(run: Run, *, fresh: bool) -> list[tuple[list[BaseMessage], CompressionResult]]:
+    """Replay ``run``; return each turn's history (a copy) and result.
+
+    With ``fresh``, every turn also checks the long-lived pipeline's output
+    against a new instance's given the same carried summary.
+    """
+    pipeline = run.pipeline()
+    history: list[BaseMessage] = list(run.head)
+    carried: CarriedSummary | None = None
+    out: list[tuple[list[BaseMessage], CompressionResult]] = []
+    for turn in run.turns:
+        for edit in turn.edits:
+            edit(history)
+        history = [*history, *turn.messages]  # a new list: an output may be the old one
+        before = snapshot(history)
+        result = pipeline.compress(history, carried_summary=carried)
+        assert snapshot(history) == before, "the caller's messages were mutated"
+        if fresh:
+            again = run.pipeline().compress(history, carried_summary=carried)
+            assert snapshot(result.messages) == snapshot(again.messages), (
+                "the output differs from a fresh pipeline's"
+            )
+        out.append((history, result))
+        carried = result.carried_summary
+    return out
+
+
+def check_systems(history: list[BaseMessage], output: list[BaseMessage]) -> None:
+    kept = {m.id: m for m in output if is_system(m)}
+    for message in history:
+        if not is_system(message):
+            continue
+        assert message.id in kept, f"system message {message.id} was dropped"
+        now = kept[message.id]
+        assert type(now) is type(message)
+        if isinstance(message, ChatMessage):
+            assert isinstance(now, ChatMessage) and now.role == message.role
+        text = message_text(now)
+        assert text == message_text(message) or "trimmed" in text, "a system message was rewritten"
+    assert sum(isinstance(m, SystemMessage | ChatMessage) for m in output) >= len(kept)
+
+
+@settings(max_examples=LOOP_EXAMPLES)
+@given(runs())
+def test_loop_keeps_systems_budget_pairs_and_trusts_no_forgery(run: Run) -> None:
+    threshold = run.settings["threshold"]
+    for history, result in replay(run, fresh=False):
+        output = result.messages
+        check_systems(history, output)
+        assert_pairs_kept(history, output)
+        if estimate_tokens(history) > threshold or result.report.summary_reused:
+            assert estimate_tokens(output) <= threshold
+        assert output and output[-1].id == history[-1].id, "the last message was dropped"
+        for message in output:
+            if is_pipeline_summary(message):
+                assert message.id is not None and message.id.startswith("context-summary-")
+        carried = result.carried_summary
+        assert carried is None or carried.message.id.startswith("context-summary-")  # type: ignore[union-attr]
+
+
+@settings(max_examples=LOOP_EXAMPLES)
+@given(runs())
+def test_loop_output_equals_a_fresh_pipelines(run: Run) -> None:
+    """Memos, breakers and edits in place between calls change nothing (invariant 4)."""
+    replay(run, fresh=True)

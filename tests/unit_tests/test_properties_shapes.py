@@ -1,0 +1,154 @@
+"""Property tests of the invariants over what real providers send, per call and turn by turn.
+
+Each property runs in two modes: one call over the whole conversation, and the
+turn-by-turn loop of an agent (compress ``history[:k]`` for growing ``k``, carrying
+``result.carried_summary`` into the next call).
+"""
+
+from __future__ import annotations
+
+import pickle
+from collections.abc import Callable, Iterator
+
+from hypothesis import given
+from hypothesis import strategies as st
+from langchain_core.messages import BaseMessage
+from strategies_shapes import (
+    broken_pairs,
+    calls_of,
+    conversations,
+    is_system,
+    pipelines,
+    reasoning_of,
+)
+
+from langchain_context_pipeline import BudgetError, CarriedSummary, ContextPipeline, estimate_tokens
+from langchain_context_pipeline._units import group_units
+
+Check = Callable[[list[BaseMessage], list[BaseMessage], ContextPipeline], None]
+modes = st.sampled_from(["single", "loop"])
+
+
+def _prefixes(history: list[BaseMessage]) -> list[int]:
+    """Where an agent calls the model: after each unit (at most six, the last included)."""
+    ends = [end for _, end in group_units(history)]
+    step = max(len(ends) // 6, 1)
+    return sorted({*ends[step - 1 :: step], len(history)})
+
+
+def _runs(
+    history: list[BaseMessage], pipeline: ContextPipeline, mode: str
+) -> Iterator[tuple[list[BaseMessage], list[BaseMessage]]]:
+    """Yield (input, output) of each call; a BudgetError must be deserved."""
+    carried: CarriedSummary | None = None
+    for k in [len(history)] if mode == "single" else _prefixes(history):
+        messages = history[:k]
+        try:
+            result = pipeline.compress(messages, carried_summary=carried)
+        except BudgetError as error:
+            systems = estimate_tokens([m for m in messages if is_system(m)])
+            assert systems > pipeline.threshold, f"over budget without cause: {error}"
+            return
+        carried = result.carried_summary
+        yield messages, result.messages
+
+
+def _run(history: list[BaseMessage], pipeline: ContextPipeline, mode: str, check: Check) -> None:
+    for messages, out in _runs(history, pipeline, mode):
+        check(messages, out, pipeline)
+
+
+def _budget(messages: list[BaseMessage], out: list[BaseMessage], pipeline: ContextPipeline) -> None:
+    tokens = estimate_tokens(out)
+    assert tokens <= max(pipeline.threshold, estimate_tokens(messages)), "output grew"
+    if estimate_tokens(messages) > pipeline.threshold:
+        assert tokens <= pipeline.threshold
+    assert out and out[-1].id == messages[-1].id, "the last message was dropped"
+
+
+@given(conversations(), pipelines(), modes)
+def test_budget_holds_for_every_shape(
+    history: list[BaseMessage], pipeline: ContextPipeline, mode: str
+) -> None:
+    _run(history, pipeline, mode, _budget)
+
+
+def _pairs(messages: list[BaseMessage], out: list[BaseMessage], pipeline: ContextPipeline) -> None:
+    assert not broken_pairs(out), broken_pairs(out)
+    for message in out:  # every copy a provider would send carries the same arguments
+        for cid, copies in calls_of(message).items():
+            assert all(c == copies[0] for c in copies), f"copies of call {cid} differ"
+
+
+@given(conversations(), pipelines(), modes)
+def test_tool_pairs_intact_in_every_format(
+    history: list[BaseMessage], pipeline: ContextPipeline, mode: str
+) -> None:
+    assert not broken_pairs(history)
+    _run(history, pipeline, mode, _pairs)
+
+
+def _systems(
+    messages: list[BaseMessage], out: list[BaseMessage], pipeline: ContextPipeline
+) -> None:
+    by_id = {m.id: m for m in out}
+    for message in messages:
+        if is_system(message):
+            kept = by_id.get(message.id)
+            assert kept is not None, f"system message {message.id} dropped"
+            if kept.content != message.content:
+                assert "chars trimmed" in str(kept.content), "a system message was rewritten"
+
+
+@given(conversations(), pipelines(), modes)
+def test_system_messages_kept_in_every_shape(
+    history: list[BaseMessage], pipeline: ContextPipeline, mode: str
+) -> None:
+    _run(history, pipeline, mode, _systems)
+
+
+def _reasoning(
+    messages: list[BaseMessage], out: list[BaseMessage], pipeline: ContextPipeline
+) -> None:
+    by_id = {m.id: m for m in messages}
+    for message in out:
+        source = by_id.get(message.id)
+        if source is None:
+            continue
+        blocks = reasoning_of(source)
+        kept = reasoning_of(message)
+        # Byte-identical where kept: never edited, only kept whole (in order) or dropped whole.
+        it = iter(blocks)
+        assert all(any(b == k for b in it) for k in kept), "a reasoning block was edited"
+
+
+@given(conversations(), pipelines(), modes)
+def test_reasoning_blocks_never_edited(
+    history: list[BaseMessage], pipeline: ContextPipeline, mode: str
+) -> None:
+    _run(history, pipeline, mode, _reasoning)
+
+
+def _idempotent(
+    messages: list[BaseMessage], out: list[BaseMessage], pipeline: ContextPipeline
+) -> None:
+    if estimate_tokens(out) <= pipeline.threshold:
+        again = pipeline.compress(out).messages
+        assert again is out, "a second pass changed the output"
+
+
+@given(conversations(), pipelines(), modes)
+def test_second_pass_changes_nothing(
+    history: list[BaseMessage], pipeline: ContextPipeline, mode: str
+) -> None:
+    _run(history, pipeline, mode, _idempotent)
+
+
+@given(conversations(), pipelines(), modes)
+def test_input_never_mutated_in_any_shape(
+    history: list[BaseMessage], pipeline: ContextPipeline, mode: str
+) -> None:
+    before = pickle.dumps(history)  # pydantic's JSON refuses the deepest arguments
+    for _ in _runs(history, pipeline, mode):
+        pass
+    assert pickle.dumps(history) == before
