@@ -239,6 +239,7 @@ class ContextPipeline(MessagesRunnable):
             if recalled is not None:
                 covered, carried = (where.head_end, recalled[0]), recalled[1]
         shift = substituted_end = 0
+        condensed: tuple[list[BaseMessage], Split] | None = None
         if covered is not None and carried is not None:
             # The carried summary takes the place of the turns it covers; the system
             # messages among them stay, before it (they are never summarized).
@@ -286,7 +287,7 @@ class ContextPipeline(MessagesRunnable):
             report.condense = CondenseStats()
             work = yield from self.condenser.plan(work, where, meter, report.condense)
             if memory is not None and where.tail_start >= substituted_end:
-                yield from self._remember(memory, prefixes, work, where, shift, report)
+                condensed = (work, where)
             report.stages.append("condense")
             report.breaker_open = report.condense.breaker_open
             tokens = report.condense.tokens_after = meter.total(work)
@@ -297,6 +298,11 @@ class ContextPipeline(MessagesRunnable):
             report.stages.append("truncate")
             tokens = report.truncate.tokens_after = meter.total(work)
         report.tokens_after = tokens
+        if condensed is not None and memory is not None:
+            # Remembered only when the output keeps it: a summary that truncation
+            # dropped is not carried, so recalling it later would differ from a
+            # fresh pipeline given the same carried summary.
+            yield from self._remember(memory, prefixes, *condensed, shift, report, kept=work)
         carried_out = CarriedSummary.of(work)
         if carried_out is None and report.summary_reused and carried is not None:
             carried_out = carried if any(m is carried.message for m in work) else None
@@ -329,13 +335,20 @@ class ContextPipeline(MessagesRunnable):
         where: Split,
         shift: int,
         report: CompressionReport,
+        kept: list[BaseMessage],
     ) -> Generator[_Request, Reply, None]:
-        """Remember the summary the model just wrote, by the caller's span it replaces."""
+        """Remember the summary the model just wrote, by the caller's span it replaces.
+
+        ``work`` and ``where`` are the list right after condensing; ``kept`` is the
+        pass's output, which must still hold the summary unchanged.
+        """
         if report.condense is None or report.condense.source != "model":
             return
         middle = range(where.head_end, where.tail_start)
         index = where.head_end + sum(1 for i in middle if i in where.systems)
         if index >= len(work) or not is_pipeline_summary(work[index]):
+            return
+        if not any(m is work[index] for m in kept):
             return
         summary = CarriedSummary.of(work[index : index + 1])
         if summary is None:  # a span without ids: the summary stands through nothing named

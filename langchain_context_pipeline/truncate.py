@@ -158,9 +158,12 @@ def _shrink(message: BaseMessage, excess: int, meter: Meter, drop_reasoning: boo
     while text:
         cut = cut_middle(text, keep * 2 // 3, keep // 3, ref)
         shrunk = base.model_copy(update={"content": replace_text(base, cut)})
-        if keep == 0 or meter.one(shrunk) <= target:
+        now = meter.one(shrunk)
+        if keep == 0 or now <= target:
             break
-        keep //= 2
+        # Still over: cut again by the cut text's density (an eighth at least, so
+        # the loop ends in a few rounds).
+        keep = max(keep - max(_chars_for(now - target, base, cut, meter), keep // 8, 1), 0)
     if meter.one(shrunk) > meter.one(base):  # a marker longer than the text is no cut
         shrunk = base
     if meter.one(shrunk) > target and isinstance(shrunk, AIMessage):

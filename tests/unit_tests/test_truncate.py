@@ -120,3 +120,20 @@ def test_accepts_openai_dicts() -> None:
     ]
     out = hard_truncate(dicts, threshold=1100, head_count=1)
     assert [m.type for m in out] == ["human", "human", "human"]
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["é" * 20_000, "你好世界" * 3_000, "word " * 8_000, "0123456789" * 2_000],
+    ids=["accented", "cjk", "prose", "digits"],
+)
+def test_an_oversized_message_is_cut_by_its_own_density(text: str) -> None:
+    """The cut keeps most of the budget whatever the text's tokens per char.
+
+    Dense text (one token or more per char) cut as if it held four chars a token
+    used to lose everything but its marker.
+    """
+    messages = [HumanMessage(text, id="task"), AIMessage("ok", id="a")]
+    out = hard_truncate(messages, threshold=1000)
+    assert 700 <= estimate_tokens(out) <= 1000
+    assert out[0].id == "task" and "chars trimmed" in str(out[0].content)
