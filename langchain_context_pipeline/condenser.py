@@ -212,13 +212,15 @@ class Condenser(MessagesRunnable):
         where: Split,
         meter: Meter,
         stats: CondenseStats,
+        room: int | None = None,
     ) -> Plan[list[BaseMessage]]:
         """Plan the condensed list, yielding a request when the summarizer is needed.
 
         ``where`` is the split of ``messages`` (the pipeline passes the one it pruned
         by, so the tail it keeps is the unpruned one and the next turn's prefix is
-        the same). Returns the new list, or a copy of ``messages`` when there is no
-        middle worth condensing.
+        the same). With ``room``, the summary takes at most that many tokens (the
+        pipeline passes what truncation would leave it). Returns the new list, or a
+        copy of ``messages`` when there is no middle worth condensing.
         """
         settings = self.settings
         middle = range(where.head_end, where.tail_start)
@@ -231,6 +233,8 @@ class Condenser(MessagesRunnable):
         previous = "\n\n".join(summary_text(m) for m in priors) or None
         body = [m for m in replaced if not is_pipeline_summary(m)]
         budget = min(settings.summary_budget(replaced_tokens), replaced_tokens - 1)
+        if room is not None:  # the room beside what truncation must keep
+            budget = max(min(budget, room), 1)
 
         text: str | None = None
         breaker = None if self.model is None else self.breakers.get(conversation_key(messages))

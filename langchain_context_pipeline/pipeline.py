@@ -33,7 +33,7 @@ from langchain_context_pipeline.report import CompressionReport, CompressionResu
 from langchain_context_pipeline.settings import PipelineSettings
 from langchain_context_pipeline.summary_memory import Prefixes, StoreRead, StoreWrite, SummaryMemory
 from langchain_context_pipeline.tokens import estimate_message_tokens, resolve_token_counter
-from langchain_context_pipeline.truncate import truncate
+from langchain_context_pipeline.truncate import note_room, truncate
 
 __all__ = ["ContextPipeline"]
 
@@ -192,13 +192,16 @@ class ContextPipeline(MessagesRunnable):
             return None
         return where.head_end, through + 1
 
-    def _summary_fits(
+    def _summary_room(
         self, messages: list[BaseMessage], where: Split, limit: int, meter: Meter
-    ) -> bool:
-        """Whether a summary could sit beside what truncation must keep.
+    ) -> int | None:
+        """Tokens a summary may take beside what truncation must keep, or None if too few.
 
-        When the head, the system messages and the last unit fill the budget by
-        themselves, truncation would drop any summary: the call is not made.
+        When the head, the system messages and the last unit (with the rest of the
+        tail, or the removal note that would replace it) fill the budget by
+        themselves, truncation would drop any summary: the call is not made;
+        otherwise the summary is held to the room left, so truncation keeps it and
+        the next turn carries it.
         """
         assert self.condenser is not None
         last = where.units[-1][0] if where.units else len(messages)
@@ -207,7 +210,15 @@ class ContextPipeline(MessagesRunnable):
             for i, m in enumerate(messages)
             if i < where.head_end or i >= last or i in where.systems
         )
-        return must + self.condenser.settings.min_summary_tokens <= limit
+        # Kept whole, the rest of the tail leaves the summary what it does not take;
+        # dropped by truncation, it leaves a removal note in its place.
+        rest = sum(
+            meter.one(messages[i])
+            for i in range(max(where.tail_start, where.head_end), last)
+            if i not in where.systems
+        )
+        room = limit - must - min(rest, note_room(limit, must, meter)[1])
+        return room if room >= self.condenser.settings.min_summary_tokens else None
 
     def plan(
         self,
@@ -279,13 +290,14 @@ class ContextPipeline(MessagesRunnable):
             tokens = meter.total(work)
         report.prune.tokens_after = tokens
 
-        if (
-            tokens > limit
-            and self.condenser is not None
-            and self._summary_fits(work, where, limit, meter)
-        ):
+        room = (
+            self._summary_room(work, where, limit, meter)
+            if tokens > limit and self.condenser is not None
+            else None
+        )
+        if room is not None and self.condenser is not None:
             report.condense = CondenseStats()
-            work = yield from self.condenser.plan(work, where, meter, report.condense)
+            work = yield from self.condenser.plan(work, where, meter, report.condense, room)
             if memory is not None and where.tail_start >= substituted_end:
                 condensed = (work, where)
             report.stages.append("condense")

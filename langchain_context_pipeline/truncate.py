@@ -84,6 +84,20 @@ def removal_note(dropped: Sequence[BaseMessage], index_chars: int = 0) -> HumanM
     )
 
 
+def note_room(budget: int, used: int, meter: Meter) -> tuple[int, int]:
+    """Return the removal note's index size (chars) and its cost in tokens.
+
+    The note lists what it replaces in up to a twentieth of the budget, when that
+    fits beside the ``used`` tokens of what must be kept.
+    """
+    index_chars = min(budget // 20, 1000) * 4
+    note_cost = meter.one(HumanMessage("x" * (_NOTE_CHARS + index_chars)))
+    if used + note_cost > budget:
+        index_chars = 0
+        note_cost = meter.one(HumanMessage("x" * _NOTE_CHARS))
+    return index_chars, note_cost
+
+
 def _slim_blocks(content: list[Any], drop_reasoning: bool, ref: str = "") -> list[Any]:
     """Return block content with bulky blocks replaced by one-line markers.
 
@@ -195,12 +209,7 @@ def _select(
     ]
     keep: set[int] = {i for u in mandatory for i in range(*u)}
     used = sum(meter.one(messages[i]) for i in keep)
-    # The note lists what it replaces in up to a twentieth of the budget, when that fits.
-    index_chars = min(budget // 20, 1000) * 4
-    note_cost = meter.one(HumanMessage("x" * (_NOTE_CHARS + index_chars)))
-    if used + note_cost > budget:
-        index_chars = 0
-        note_cost = meter.one(HumanMessage("x" * _NOTE_CHARS))
+    index_chars, note_cost = note_room(budget, used, meter)
     used += note_cost
     required = set(mandatory)
     summaries: list[tuple[int, int]] = []

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -99,8 +100,9 @@ def test_fallback_on_a_throwing_model_keeps_the_budget_and_counts_it() -> None:
 def test_report_as_dict_is_json_ready() -> None:
     import json
 
+    # Outputs of 2,000 chars: the newest unit leaves room for a summary beside it.
     result = ContextPipeline(threshold=4000, tail_budget=1000, model=DIGEST).compress(
-        agent_history()
+        agent_history(output=2000)
     )
     assert result.report.stages[:2] == ["prune", "condense"]
     data = result.report.as_dict()
@@ -278,3 +280,29 @@ def test_no_summary_is_paid_for_when_what_must_be_kept_fills_the_budget() -> Non
     assert model.calls == []
     assert result.report.stages == ["prune", "truncate"]
     assert estimate_tokens(result.messages) <= 8000
+
+
+def test_a_summary_is_held_to_the_room_truncation_leaves_it() -> None:
+    """A summary beside a newest message that nearly fills the budget is kept and carried.
+
+    Sized by the summary ratio alone, it left the list just over budget and
+    truncation dropped it: a paid summary lost, and nothing carried to the next turn.
+    """
+
+    def summarise(prompt: Sequence[BaseMessage]) -> str:
+        return "The user asked about the parser and the tests; the agent read files. " * 12
+
+    history: list[BaseMessage] = [HumanMessage("Fix the failing parser tests.", id="task")]
+    history += [
+        HumanMessage(f"Turn {i}: the parser fails on nested lists again. " * 8, id=f"m{i}")
+        for i in range(8)
+    ]
+    history.append(HumanMessage("Here is the full log of the last run, line by line. " * 60))
+    pipeline = ContextPipeline(
+        threshold=1000, tail_budget=800, head_count=1, model=summarise, min_summary_tokens=50
+    )
+    result = pipeline.compress(history)
+    assert result.report.stages == ["prune", "condense"]
+    assert result.carried_summary is not None
+    assert result.carried_summary.message in result.messages
+    assert estimate_tokens(result.messages) <= 1000

@@ -13,7 +13,7 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from test_properties import _summarizer, conversations
+from test_properties import _invoke, _summarizer, conversations
 
 from langchain_context_pipeline import DIGEST, ContextPipeline, hard_truncate, is_pipeline_summary
 from langchain_context_pipeline.references import (
@@ -79,7 +79,9 @@ def test_every_replaced_message_is_named_and_resolves(
 def test_references_keep_the_output_a_fixed_point(
     messages: list[BaseMessage], pipeline: ContextPipeline
 ) -> None:
-    once = pipeline.invoke(messages)
+    once = _invoke(pipeline, messages)  # None: the system messages alone are over budget
+    if once is None:
+        return
     assert pipeline.invoke(once) is once
     assert named_in(pipeline.invoke(list(messages))) == named_in(once)  # deterministic
 

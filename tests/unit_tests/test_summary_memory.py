@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
@@ -16,7 +15,6 @@ from langchain_context_pipeline.langgraph import create_pre_model_hook
 from langchain_context_pipeline.marks import is_pipeline_summary
 from langchain_context_pipeline.summary_memory import NAMESPACE, SummaryMemory
 from tests.fakes import EchoSummarizer
-from tests.invariants import snapshot
 
 THRESHOLD = 12_000
 TAIL = 3_000
@@ -226,34 +224,3 @@ def test_a_model_free_pipeline_remembers_nothing() -> None:
     for history in run("alpha", 30):
         pipeline.invoke(history)
     assert len(pipeline.summary_memory) == 0
-
-
-def test_a_summary_truncation_dropped_is_not_recalled_later() -> None:
-    """A summary the output does not keep is not carried, so it is not remembered either.
-
-    Condensing leaves the list just over budget, truncation drops the summary; the
-    next call (nothing carried) must match a fresh pipeline's, not reuse that summary.
-    """
-
-    def summarise(prompt: Sequence[BaseMessage]) -> str:
-        return "The user asked about the parser and the tests; the agent read files. " * 12
-
-    def make() -> ContextPipeline:
-        return ContextPipeline(
-            threshold=1000, tail_budget=800, head_count=1, model=summarise, min_summary_tokens=50
-        )
-
-    history: list[BaseMessage] = [HumanMessage("Fix the failing parser tests.", id="task")]
-    history += [
-        HumanMessage(f"Turn {i}: the parser fails on nested lists again. " * 8, id=f"m{i}")
-        for i in range(8)
-    ]
-    history.append(HumanMessage("Here is the full log of the last run, line by line. " * 60))
-    pipeline = make()
-    first = pipeline.compress(history)
-    assert first.report.stages == ["prune", "condense", "truncate"]
-    assert first.carried_summary is None
-    longer = [*history, HumanMessage("And one more question.", id="q2")]
-    again = pipeline.compress(longer)
-    assert not again.report.summary_reused
-    assert snapshot(again.messages) == snapshot(make().compress(longer).messages)
