@@ -42,6 +42,11 @@ class CompressionReport:
     """What hard truncation removed or cut, if it ran."""
     breaker_open: bool = False
     """Whether the summarizer's circuit breaker is open after this pass."""
+    stable_prefix: int = 0
+    """Leading messages of the output that the next compaction leaves byte-identical
+    (head, carried summary, what was pruned, condensed or dropped: everything before
+    the protected tail); the end of the prefix a provider's prompt cache keeps across
+    compactions. On the no-op path, the head and any carried summary."""
     archive_failures: int = 0
     """Originals that could not be kept in the store for recall (their references
     are marked not recallable); 0 when nothing is archived."""
