@@ -174,6 +174,7 @@ def stats_dict(stats: RunStats, base: RunStats, tiktoken: bool) -> dict[str, Any
             "result": stats.retention.result,
             "overall": stats.retention.overall,
         },
+        "recoverable": stats.recoverable.as_dict(),
         "overhead_us": {
             "median": statistics.median(stats.overhead_us) if stats.overhead_us else None,
             "p95": percentile(stats.overhead_us, 0.95),

@@ -11,6 +11,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from benchmarks.recoverable import Recoverable
 from langchain_context_pipeline.tokens import estimate_message_tokens, message_text
 
 CACHED_PRICE = 0.1
@@ -299,6 +300,8 @@ class RunStats:
     errors: int = 0
     warnings: int = 0
     retention: Retention = field(default_factory=Retention)
+    recoverable: Recoverable = field(default_factory=Recoverable)
+    """What of the history the final request holds or can read back (``benchmarks.recoverable``)."""
     overhead_us: list[float] = field(default_factory=list)
 
     def add(self, other: RunStats) -> None:
@@ -307,7 +310,7 @@ class RunStats:
             theirs = getattr(other, name)
             if name == "max_input":
                 self.max_input = max(mine, theirs)
-            elif isinstance(mine, Retention):
+            elif isinstance(mine, Retention | Recoverable):
                 mine.add(theirs)
             elif isinstance(mine, list):
                 mine.extend(theirs)

@@ -24,6 +24,7 @@ from benchmarks.metrics import (
     retention,
     task_text,
 )
+from benchmarks.recoverable import recoverable
 from benchmarks.strategies import STRATEGIES, Strategy
 
 
@@ -118,6 +119,13 @@ def replay_one(
         stats.summarizer_output_tiktoken += call.output_tokens_tiktoken or 0
     if transcript.request_ends:
         stats.retention = retention(history, model_input)
+        stats.recoverable = recoverable(
+            history,
+            model_input,
+            references=strategy.ours,
+            offloaded=strategy.offloaded(model_input),
+            evicts=strategy.evicts,
+        )
     return stats
 
 

@@ -77,6 +77,63 @@ def summary_markdown(out: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
+RECOVERABLE_HEADER = [
+    "strategy",
+    "args: in request → recoverable",
+    "users: in request → recoverable",
+    "tool results: in request → recoverable",
+    "all items: in request → recoverable",
+]
+
+
+def _recoverable_rows(data: dict[str, Any], config: dict[str, Any]) -> list[list[str]]:
+    rows = []
+    for key, t in data["totals"].items():
+        r = t.get("recoverable")
+        if r is None:
+            continue
+        in_request = {
+            "args": _share(r, "args_in", "args_total"),
+            "users": _share(r, "users_in", "users_total"),
+        }
+        rows.append(
+            [
+                config[key]["label"],
+                f"{_pct(in_request['args'], 0)} → {_pct(r['args'], 0)}",
+                f"{_pct(in_request['users'], 0)} → {_pct(r['users'], 0)}",
+                f"{_pct(r['results_in_request'], 0)} → {_pct(r['results'], 0)}",
+                f"{_pct(r['overall_in_request'])} → **{_pct(r['overall'])}**",
+            ]
+        )
+    return rows
+
+
+def _share(r: dict[str, Any], kept: str, total: str) -> float | None:
+    return r[kept] / r[total] if r[total] else None
+
+
+def recoverable_markdown(out: dict[str, Any]) -> str:
+    """Recoverable retention per window: what the final requests hold or can read back."""
+    config = out["config"]["strategies"]
+    lines = [
+        "Items of the history, at each transcript's final request: tool-call arguments "
+        "(paths, commands, queries, URLs) and user messages as plain retention counts them, "
+        "and every tool result, whole. 'In request': its text is in the final request; "
+        "'recoverable': in the request, or reachable from it: ours resolves the references "
+        "its briefs, cuts, summaries and notes write (`ref=…`, read back by the `recall` "
+        "tool) against the full history; deepagents counts the offloaded conversation-history "
+        "file its summary names and the large tool results (over 80,000 characters, tools it "
+        "does not exclude) its filesystem middleware would write to files; the other peers "
+        "keep nothing outside the request.",
+        "",
+    ]
+    for window, data in out["windows"].items():
+        lines += [f"### Window {_k(window)}", ""]
+        lines += _table(RECOVERABLE_HEADER, _recoverable_rows(data, config))
+        lines.append("")
+    return "\n".join(lines)
+
+
 def _targets(out: dict[str, Any]) -> list[str]:
     rows = [
         [
@@ -381,7 +438,9 @@ def render(out: dict[str, Any]) -> str:
     for key, s in strategies.items():
         calls = "; ".join(f"{_k(w)}: {c}" for w, c in s["calls"].items())
         lines.append(f"- **{s['label']}** (`{key}`): {calls}")
-    lines += ["", "## Summary", "", summary_markdown(out), "## Targets (issue 5)", ""]
+    lines += ["", "## Summary", "", summary_markdown(out)]
+    lines += ["## Recoverable retention", "", recoverable_markdown(out)]
+    lines += ["## Targets (issue 5)", ""]
     lines += _targets(out)
     lines += ["", "## Where the cost goes", ""]
     lines += _cost_parts(out)

@@ -13,7 +13,7 @@ import sys
 from pathlib import Path
 
 from benchmarks.collect import ROOT, collect
-from benchmarks.report import render, summary_markdown
+from benchmarks.report import recoverable_markdown, render, summary_markdown
 from benchmarks.targets import TARGET_STRATEGIES
 
 
@@ -78,6 +78,7 @@ def main(argv: list[str] | None = None) -> int:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     print(summary_markdown(out))
+    print(recoverable_markdown(out))
     met = sum(1 for t in out["targets"] if t["met"])
     print(f"targets met: {met} of {len(out['targets'])}")
     print(f"wrote {out_md} and {out_json} in {out['meta']['wall_s']['total']:.0f} s")

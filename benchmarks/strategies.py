@@ -22,9 +22,11 @@ processing step (state bookkeeping that a graph does for it is not timed).
 
 from __future__ import annotations
 
+import html
 import time
 import warnings
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
@@ -83,6 +85,14 @@ class Strategy:
     def describe(self) -> str:
         """Return the exact configuration, for the report."""
         return self.label
+
+    def offloaded(self, model_input: list[BaseMessage]) -> str:
+        """Text kept outside the request under a name ``model_input`` gives (none by default)."""
+        return ""
+
+    def evicts(self, tool: str, text: str) -> bool:
+        """Whether the strategy's agent moves a tool result to a file it can read back."""
+        return False
 
 
 class NoManagement(Strategy):
@@ -398,6 +408,35 @@ class DeepAgentsSummarization(Strategy):
             self.summaries += 1
         self.private.update(update)
         return self.captured
+
+    def offloaded(self, model_input: list[BaseMessage]) -> str:
+        """The offloaded history files the summary in ``model_input`` names, read back."""
+        from langchain_core.messages import get_buffer_string
+
+        named = get_buffer_string(model_input)
+        root = Path(self.files.name)
+        parts = []
+        for path in sorted((root / "conversation_history").glob("*.md")):
+            if f"/conversation_history/{path.name}" in named:
+                # Written as ``get_buffer_string(..., format="xml")``: texts are escaped.
+                parts.append(html.unescape(path.read_text(encoding="utf-8")))
+        return "\n".join(parts)
+
+    def evicts(self, tool: str, text: str) -> bool:
+        """Whether ``create_deep_agent``'s filesystem middleware writes the result to a file.
+
+        The replay runs the summarization middleware only; in a deep agent, a tool
+        result over ``NUM_CHARS_PER_TOKEN * 20000`` characters (its default
+        ``tool_token_limit_before_evict``) of a tool it does not exclude goes to
+        ``/large_tool_results/`` with a preview and the path.
+        """
+        from deepagents.middleware.filesystem import (
+            NUM_CHARS_PER_TOKEN,
+            TOOLS_EXCLUDED_FROM_EVICTION,
+        )
+
+        limit = NUM_CHARS_PER_TOKEN * 20000
+        return tool not in TOOLS_EXCLUDED_FROM_EVICTION and len(text) > limit
 
     def describe(self) -> str:
         return (

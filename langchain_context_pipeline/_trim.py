@@ -54,13 +54,14 @@ def _cut(value: Any, limit: int, depth: int, ref: str = "") -> tuple[Any, int]:
     if isinstance(value, str):
         out = cut_end(value, limit, ref)
         return out, len(out) + 2
+    named = f" ref={ref}" if ref else ""  # a marker names the original too
     if isinstance(value, bool) or value is None:
         return value, 5
     if isinstance(value, int):
         # bit_length, not str(): huge ints refuse str() past 4,300 digits.
         digits = int(value.bit_length() * 0.30103) + 1
         if digits > max(limit, 20):
-            out = _marker(f"…[{digits:,}-digit number]", limit)
+            out = _marker(f"…[{digits:,}-digit number{named}]", limit)
             return out, len(out) + 2
         return value, digits + 1
     if isinstance(value, float):
@@ -68,7 +69,7 @@ def _cut(value: Any, limit: int, depth: int, ref: str = "") -> tuple[Any, int]:
     if not isinstance(value, dict | list | tuple):
         return _cut(str(value), limit, depth, ref)
     if depth >= MAX_DEPTH:
-        out = _marker(f"…[value nested over {MAX_DEPTH} levels deep]", limit)
+        out = _marker(f"…[value nested over {MAX_DEPTH} levels deep{named}]", limit)
         return out, len(out) + 2
     # A container is cut only when well over the limit, to a size well under that
     # trigger: the hysteresis makes the cut a fixed point.
@@ -89,7 +90,7 @@ def _cut(value: Any, limit: int, depth: int, ref: str = "") -> tuple[Any, int]:
                 break
             kept[key] = item
             used += size
-        note = _marker(f"[+{len(entries) - len(kept):,} more keys]", limit)
+        note = _marker(f"[+{len(entries) - len(kept):,} more keys{named}]", limit)
         kept["…"] = note
         return kept, used + len(note) + 7
     items = [_cut(item, limit, depth + 1, ref) for item in value]
@@ -103,7 +104,7 @@ def _cut(value: Any, limit: int, depth: int, ref: str = "") -> tuple[Any, int]:
             break
         out_items.append(item)
         used += size + 1
-    note = _marker(f"…[+{len(items) - len(out_items):,} more items]", limit)
+    note = _marker(f"…[+{len(items) - len(out_items):,} more items{named}]", limit)
     out_items.append(note)
     return out_items, used + len(note) + 3
 

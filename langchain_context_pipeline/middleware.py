@@ -46,6 +46,7 @@ except ImportError as exc:
         "pip install 'langchain-context-pipeline[agents]'"
     ) from exc
 
+from langchain_context_pipeline._cache_hint import hint_request
 from langchain_context_pipeline._events import acompress_traced, compress_traced
 from langchain_context_pipeline._overflow import overflow_of
 from langchain_context_pipeline._stream import emit
@@ -119,6 +120,7 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         model: Any = None,
         token_counter: Any = None,
         recall_tool: bool = True,
+        cache_control: bool = False,
         **keywords: Any,
     ) -> None:
         """Configure the middleware.
@@ -137,6 +139,10 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
                 (``get_num_tokens_from_messages``).
             recall_tool: add the ``recall`` tool to the agent, so it can read back
                 what compaction replaced (see :mod:`langchain_context_pipeline.recall`).
+            cache_control: mark the end of the request's stable prefix for Anthropic's
+                prompt cache (see :mod:`langchain_context_pipeline._cache_hint`). With
+                ``AnthropicPromptCachingMiddleware``, list that one first (outer), so
+                this one counts its breakpoints and stays within Anthropic's 4.
             **keywords: any other :class:`ContextPipeline` setting by name
                 (``tail_budget``, ``head_count``, ``tool_output_limit``, ...).
 
@@ -163,6 +169,7 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         self._warned: set[str] = set()
         # The agent's full history stays in state: recall reads the originals there.
         self.tools = [create_recall_tool()] if recall_tool else []
+        self.cache_control = cache_control
 
     # -- budget ------------------------------------------------------------------------
 
@@ -198,13 +205,14 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         stored = state.get(SUMMARY_STATE_KEY) if isinstance(state, Mapping) else None
         return stored, CarriedSummary.from_state(stored, SUMMARY_STATE_KEY)
 
-    @staticmethod
     def _request(
-        request: ModelRequest[Any], messages: list[BaseMessage], result: CompressionResult
+        self, request: ModelRequest[Any], messages: list[BaseMessage], result: CompressionResult
     ) -> ModelRequest[Any]:
-        if result.messages is messages:
-            return request
-        return request.override(messages=cast(list[AnyMessage], list(result.messages)))
+        if result.messages is not messages:
+            request = request.override(messages=cast(list[AnyMessage], list(result.messages)))
+        if self.cache_control:
+            request = hint_request(request, result.report.stable_prefix)
+        return request
 
     def _response(
         self,

@@ -269,6 +269,7 @@ class ContextPipeline(MessagesRunnable):
                 tokens = meter.total(work)
         if tokens <= limit:
             report.tokens_after = tokens
+            report.stable_prefix = substituted_end if report.summary_reused else where.head_end
             return CompressionResult(work, report, carried if report.summary_reused else None)
         if counts is not None:
             meter.seed(messages, counts)
@@ -279,6 +280,7 @@ class ContextPipeline(MessagesRunnable):
         where = where.with_tail(work, tail, meter, step)
         before_prune = work
         work, report.prune = self.pruner.prune(work, where)
+        tail_ids = {id(m) for m in work[where.tail_start :]}
         report.stages.append("prune")
         if meter.additive:  # only the messages the Pruner replaced are counted again
             tokens += sum(
@@ -315,6 +317,7 @@ class ContextPipeline(MessagesRunnable):
             # dropped is not carried, so recalling it later would differ from a
             # fresh pipeline given the same carried summary.
             yield from self._remember(memory, prefixes, *condensed, shift, report, kept=work)
+        report.stable_prefix = next((i for i, m in enumerate(work) if id(m) in tail_ids), 0)
         carried_out = CarriedSummary.of(work)
         if carried_out is None and report.summary_reused and carried is not None:
             carried_out = carried if any(m is carried.message for m in work) else None

@@ -46,6 +46,11 @@ class CompressionReport:
     """The calibration applied (provider tokens per counted token; the hook and the
     middleware set it from the provider's reported usage): ``threshold`` was
     checked as ``threshold / correction`` counted tokens."""
+    stable_prefix: int = 0
+    """Leading messages of the output that the next compaction leaves byte-identical
+    (head, carried summary, what was pruned, condensed or dropped: everything before
+    the protected tail); the end of the prefix a provider's prompt cache keeps across
+    compactions. On the no-op path, the head and any carried summary."""
     archive_failures: int = 0
     """Originals that could not be kept in the store for recall (their references
     are marked not recallable); 0 when nothing is archived."""

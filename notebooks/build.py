@@ -279,9 +279,104 @@ for key, requests in model.seen.items():
 assert state.get("_summarization_event") is None and events"""),
 ]
 
+RECALL_SCRIPTED = """import re
+
+from langchain_core.language_models import BaseChatModel
+from langchain_core.messages import AIMessage, ToolMessage
+from langchain_core.outputs import ChatGeneration, ChatResult
+from langchain_core.tools import tool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+
+from langchain_context_pipeline.references import REF_PATTERN
+
+BIG_PATH = "src/payments/ledger.py"
+BIG = "\\n".join(f"{i:05d} entry_{i} = post(account={i % 97}, amount={i * 3})" for i in range(400))
+
+
+@tool
+def read_file(path: str) -> str:
+    \"\"\"Read a source file.\"\"\"
+    if path == BIG_PATH:
+        return BIG
+    return "\\n".join(f"{i:04d} def handler_{i}(request): return process(request)" for i in range(80))
+
+
+def call(name: str, args: dict, cid: str) -> AIMessage:
+    return AIMessage(f"Step {cid}. " + "Notes. " * 150, tool_calls=[{"name": name, "args": args, "id": cid}])
+
+
+class RecallingModel(BaseChatModel):
+    \"\"\"Stands in for the remote model: reads the ledger, then other files; at step
+    ``recall_at`` it finds the ledger's reference in its brief and recalls it, page by page.\"\"\"
+
+    recall_at: int = 12
+    seen: list = []
+    pages: list = []
+    found: dict = {}
+
+    @property
+    def _llm_type(self) -> str:
+        return "scripted"
+
+    def bind_tools(self, tools, **kwargs):
+        return self.bind(tools=[convert_to_openai_tool(t) for t in tools])
+
+    def _generate(self, messages, stop=None, run_manager=None, **kwargs):
+        self.seen.append(list(messages))
+        step = len(self.seen) - 1
+        last = messages[-1]
+        if isinstance(last, ToolMessage) and last.name == "recall":
+            self.pages.append(last.content)
+            more = re.search(r"offset=(\\d+)\\) for the next page\\]$", last.content)
+            if more:
+                reply = call("recall", {"ref": self.found["ref"], "offset": int(more.group(1))}, f"recall-{step}")
+            else:
+                reply = AIMessage("Line 00321 of the ledger posts to account 30: that is the bug.")
+        elif step == 0:
+            reply = call("read_file", {"path": BIG_PATH}, "call-ledger")
+        elif step == self.recall_at:
+            brief = next(m for m in messages if isinstance(m, ToolMessage) and m.tool_call_id == "call-ledger")
+            self.found["brief"] = brief.content
+            self.found["ref"] = REF_PATTERN.search(brief.content).group(1)
+            reply = call("recall", {"ref": self.found["ref"]}, f"recall-{step}")
+        else:
+            reply = call("read_file", {"path": f"src/payments/module_{step}.py"}, f"call-{step}")
+        return ChatResult(generations=[ChatGeneration(message=reply)])
+
+
+model = RecallingModel()"""
+
+RECALL = [
+    ("md", "# 06 · Nothing is lost for good: the `recall` tool\n\nPruning turns old tool results into one-line briefs, and condensing and truncation replace whole turns. Each brief, cut, summary and removal note names what it replaced with a short reference, `ref=ab12cd34`. The agent reads the original back with the `recall` tool, page by page. Offline: a scripted model stands in for the remote one."),
+    ("code", RECALL_SCRIPTED),
+    ("md", "## An agent with the middleware\n\n`ContextPipelineMiddleware` adds `recall` to the agent's tools by itself (`recall_tool=False` leaves it out). In the middleware the full history stays in the agent's state, so `recall` reads the original from there: no copy, no store."),
+    ("code", """from langchain.agents import create_agent
+
+from langchain_context_pipeline import estimate_tokens
+from langchain_context_pipeline.middleware import ContextPipelineMiddleware
+
+middleware = ContextPipelineMiddleware(threshold=8000, tail_budget=2000)
+print("tools the middleware adds:", [t.name for t in middleware.tools])
+agent = create_agent(model, [read_file], middleware=[middleware])
+result = agent.invoke({"messages": [("user", "Find the wrong posting in the ledger.")]}, {"recursion_limit": 200})
+print(result["messages"][-1].content)"""),
+    ("md", "## What the model saw, and what it got back\n\nBy step 12 the ledger (step 0) is a brief in the request; its reference is all the model needs."),
+    ("code", """print("brief at step", model.recall_at, ":", model.found["brief"])
+print(len(BIG), "characters in the original, recalled in", len(model.pages), "pages")
+print(model.pages[0][:200], "...")
+print("...", model.pages[-1][-120:])
+
+body = "".join(page.split("\\n", 1)[1].rsplit("\\n", 1)[0] for page in model.pages)
+assert body == BIG  # byte for byte
+assert max(estimate_tokens(r) for r in model.seen) <= 8000
+print("recalled byte for byte; largest request:", max(estimate_tokens(r) for r in model.seen), "tokens")"""),
+    ("md", "## Where the originals live\n\n- The hook's default ephemeral mode and the middleware: graph state already holds them.\n- The hook's `persist` mode (which rewrites `messages`) and LCEL chains: a LangGraph store, `InMemoryStore` on one machine or `PostgresStore` when several workers share threads: `create_react_agent(model, [*tools, create_recall_tool()], pre_model_hook=hook, store=store)`. A reference resolves only within its own `thread_id`."),
+]
+
 if __name__ == "__main__":
     write("01_quickstart", QUICKSTART)
     write("02_langgraph_pre_model_hook", HOOK)
     write("03_create_agent_middleware", MIDDLEWARE)
     write("04_real_transcripts", REAL)
     write("05_deepagents", DEEPAGENTS)
+    write("06_recall", RECALL)

@@ -68,9 +68,11 @@ class Run:
     settings: dict[str, Any]
     model: str
 
-    def pipeline(self) -> ContextPipeline:
+    def pipeline(self, *, summary_memory: bool = True) -> ContextPipeline:
         """A new pipeline for this run (the same configuration every time)."""
-        return ContextPipeline(model=summarizer(self.model), **self.settings)
+        return ContextPipeline(
+            model=summarizer(self.model), summary_memory=summary_memory, **self.settings
+        )
 
 
 def summarizer(kind: str) -> Any:

@@ -9,6 +9,9 @@ drives them over a pipe, one command at a time:
   ``create_react_agent`` whose checkpointer is a ``PostgresSaver`` (the graph
   stops after the tools node, so the next step may run in another process);
   answers with the messages the model received;
+* ``("recall", ref, offset)``: run the ``recall`` tool of a worker configured
+  with ``store=True`` on the thread's checkpointed messages, as the agent's tool
+  node would, and answer with the tool's text (the thread is not changed);
 * ``("stop",)``: close and exit.
 
 Every summarizer call is logged to a JSON-lines file of this process: a
@@ -63,6 +66,9 @@ class Settings:
     """Where this worker logs its summarizer calls (JSON lines)."""
     hang: bool = False
     """Hang in every summarizer call (after logging its start)."""
+    store: bool = False
+    """Keep originals in a ``PostgresStore`` on the same database and give the agent
+    the ``recall`` tool (the store's tables must exist: the test sets them up)."""
 
 
 def parse_prompt(messages: list[BaseMessage]) -> tuple[list[str], list[str]]:
@@ -133,26 +139,43 @@ class _Worker:
         )
         self._saver_cm = PostgresSaver.from_conn_string(settings.conninfo)
         self.saver = self._saver_cm.__enter__()
+        self._store_cm: Any = None
+        self.store: Any = None
+        if settings.store:
+            from langgraph.store.postgres import PostgresStore
+
+            self._store_cm = PostgresStore.from_conn_string(settings.conninfo)
+            self.store = self._store_cm.__enter__()
         self.config: Any = {
             "configurable": {"thread_id": settings.thread_id},
             "recursion_limit": 100,
         }
 
     def close(self) -> None:
+        if self._store_cm is not None:
+            self._store_cm.__exit__(None, None, None)
         self._saver_cm.__exit__(None, None, None)
+
+    def tools(self) -> list[Any]:
+        from scripted_model import TOOLS
+
+        from langchain_context_pipeline.recall import create_recall_tool
+
+        return [*TOOLS, create_recall_tool()] if self.store is not None else list(TOOLS)
 
     def step(self, step: int) -> dict[str, Any]:
         from langgraph.prebuilt import create_react_agent
-        from scripted_model import TASK, TOOLS, ScriptedToolModel
+        from scripted_model import TASK, ScriptedToolModel
 
         # A fresh model per step, numbered by the step: the agent's turns are
         # split across processes, so no process can count them itself.
         model = ScriptedToolModel(steps=self.settings.steps, start=step)
         graph = create_react_agent(
             model,
-            TOOLS,
+            self.tools(),
             pre_model_hook=self.hook,
             checkpointer=self.saver,
+            store=self.store,
             interrupt_after=["tools"],
         )
         payload = {"messages": [HumanMessage(TASK, id=TASK_ID)]} if step == 0 else None
@@ -165,6 +188,22 @@ class _Worker:
             "requests": [messages_to_dict(r.messages) for r in model.requests],
             "next": list(state.next),
         }
+
+    def recall(self, ref: str, offset: int) -> dict[str, Any]:
+        from langgraph.graph import START, MessagesState, StateGraph
+        from langgraph.prebuilt import ToolNode
+
+        assert self.store is not None, "configure the worker with store=True"
+        saved = self.saver.get_tuple(self.config)
+        assert saved is not None, "no checkpoint for the thread"
+        messages = list(saved.checkpoint["channel_values"]["messages"])
+        call = {"name": "recall", "args": {"ref": ref, "offset": offset}, "id": "recall-0"}
+        messages.append(AIMessage("", tool_calls=[{**call, "type": "tool_call"}], id="ask"))
+        graph = StateGraph(MessagesState)
+        graph.add_node("tools", ToolNode(self.tools()))
+        graph.add_edge(START, "tools")
+        out = graph.compile(store=self.store).invoke({"messages": messages}, self.config)
+        return {"ok": True, "pid": os.getpid(), "text": str(out["messages"][-1].content)}
 
 
 def serve(conn: Connection) -> None:
@@ -190,6 +229,9 @@ def serve(conn: Connection) -> None:
                 elif command[0] == "step":
                     assert worker is not None, "configure the worker first"
                     conn.send(worker.step(command[1]))
+                elif command[0] == "recall":
+                    assert worker is not None, "configure the worker first"
+                    conn.send(worker.recall(command[1], command[2]))
                 else:
                     conn.send({"ok": False, "error": f"unknown command {command!r}"})
             except Exception:

@@ -396,7 +396,11 @@ def test_circuit_breaker_opens_after_three_failures_then_retries(cooldown: int, 
 @pytest.mark.parametrize("path", ["sync", "async"])
 def test_a_success_resets_the_failure_streak(path: str) -> None:
     model = Switch(path)
-    pipeline = ContextPipeline(threshold=THRESHOLD, tail_budget=TAIL, model=model)
+    # The same history again and again: without the summary memory, so that every
+    # pass asks the summarizer (what the breaker counts).
+    pipeline = ContextPipeline(
+        threshold=THRESHOLD, tail_budget=TAIL, model=model, summary_memory=False
+    )
     messages = history()
     outcomes = [True, True, False, True, True, False, True, True]  # True: it fails
     for calls, fails in enumerate(outcomes, start=1):
@@ -453,7 +457,11 @@ class InterleavingSummarizer(BaseChatModel):
 
 async def test_100_concurrent_ainvoke_on_one_pipeline_equal_serial_runs() -> None:
     model = InterleavingSummarizer()
-    pipeline = ContextPipeline(threshold=THRESHOLD, tail_budget=TAIL, model=model)
+    # Each history runs twice (serial, then concurrent): without the summary memory,
+    # so both runs ask the summarizer and their outputs can be compared call for call.
+    pipeline = ContextPipeline(
+        threshold=THRESHOLD, tail_budget=TAIL, model=model, summary_memory=False
+    )
     # Different lengths and texts: some under budget, some pruned only, most condensed.
     histories = [history(turns=2 + i % 23, seed=f" #{i}") for i in range(100)]
 

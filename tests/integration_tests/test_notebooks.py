@@ -13,8 +13,8 @@ pytestmark = [pytest.mark.integration, pytest.mark.notebook]
 NOTEBOOKS = sorted((Path(__file__).parents[2] / "notebooks").glob("*.ipynb"))
 
 
-def test_there_are_five_notebooks() -> None:
-    assert [p.stem[:2] for p in NOTEBOOKS] == ["01", "02", "03", "04", "05"]
+def test_there_are_six_notebooks() -> None:
+    assert [p.stem[:2] for p in NOTEBOOKS] == ["01", "02", "03", "04", "05", "06"]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.stem)

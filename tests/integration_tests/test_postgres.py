@@ -17,7 +17,10 @@ given. Then:
 * ephemeral: every original message is in the checkpoint, verbatim; persist:
   every step is either still in the checkpoint or in exactly one summary;
 * a worker killed with SIGKILL in the middle of a summarizer call: another one
-  resumes from the checkpoint and redoes that summary, nothing is lost.
+  resumes from the checkpoint and redoes that summary, nothing is lost;
+* persist mode with a ``PostgresStore``: the originals one process archived as it
+  briefed and summarised them, the other process reads back with ``recall``,
+  byte for byte.
 
 The tests need ``CONTEXT_PIPELINE_PG_URL`` (``scripts/with-postgres.sh`` starts a
 throw-away server and sets it). Without it they skip, loudly; with ``CI`` or
@@ -34,7 +37,7 @@ import time
 import uuid
 from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,12 +47,14 @@ import pytest
 from invariants import orphans, unanswered
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage, messages_from_dict
 from langgraph.checkpoint.postgres import PostgresSaver
+from langgraph.store.postgres import PostgresStore
 from psycopg.conninfo import make_conninfo
 from scripted_model import TASK, ScriptedToolModel, file_content, filler
 
 from langchain_context_pipeline import ContextPipeline, is_pipeline_summary
 from langchain_context_pipeline.langgraph import DEFAULT_SUMMARY_KEY
 from langchain_context_pipeline.marks import MARK_KEY_ENV
+from langchain_context_pipeline.references import REF_PATTERN, call_of, message_ref, stands_in
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 
@@ -201,7 +206,13 @@ def pool(pg_url: str) -> Iterator[Pool]:
 
 
 def settings(
-    name: str, conninfo: str, thread_id: str, mode: str, log_dir: Path, hang: bool = False
+    name: str,
+    conninfo: str,
+    thread_id: str,
+    mode: str,
+    log_dir: Path,
+    hang: bool = False,
+    store: bool = False,
 ) -> pg_worker.Settings:
     return pg_worker.Settings(
         name=name,
@@ -213,6 +224,7 @@ def settings(
         steps=STEPS,
         log_path=str(log_dir / f"summarizer-{name}.jsonl"),
         hang=hang,
+        store=store,
     )
 
 
@@ -424,3 +436,66 @@ def test_worker_killed_in_a_summarizer_call_loses_nothing(
     assert [line["ids"] for line in redone if line["phase"] == "start"] == [abandoned[0]["ids"]]
     check_summaries(calls)
     check_thread(mode, database, thread_id, calls)
+
+
+RECALL_STEPS = 30
+"""Turns the writing worker takes before the other one recalls (enough for briefs and a summary)."""
+RECALL_THRESHOLD = 12000
+"""A window where pruning alone keeps some turns in budget, so briefs stay in the checkpoint."""
+
+
+def page_text(page: str) -> str:
+    """The original's characters in one page of ``recall``: between its first and last line."""
+    return page.split("\n", 1)[1].rsplit("\n", 1)[0]
+
+
+def test_a_reference_archived_by_one_worker_is_recalled_by_the_other(
+    pool: Pool, database: str, tmp_path: Path
+) -> None:
+    with PostgresStore.from_conn_string(database) as store:
+        store.setup()
+    thread_id = "recall-persist"
+    writer, reader = pool.take(2)
+    for worker, name in ((writer, "w"), (reader, "r")):
+        own = settings(name, database, thread_id, "persist", tmp_path, store=True)
+        worker.configure(replace(own, threshold=RECALL_THRESHOLD))
+    for step in range(RECALL_STEPS):
+        assert writer.call("step", step) is not None
+
+    messages = checkpoint(database, thread_id)["messages"]
+    briefs = [m for m in messages if isinstance(m, ToolMessage) and stands_in(m)]
+    assert briefs, "no tool result was briefed: the run is too short to test"
+    for brief in briefs:
+        call = call_of(brief, messages)
+        assert call is not None
+        source = call["args"].get("path") or f"tests:{call['args'].get('command')}"
+        original = file_content(source)
+        assert brief.content != original  # the checkpoint holds only the brief
+        ref = message_ref(brief)
+        reply = reader.call("recall", ref, 0)
+        assert reply is not None and reply["pid"] != writer.process.pid
+        page = reply["text"]
+        assert page.startswith(f"[recall ref={ref}: tool result of {call['name']}"), page
+        assert page.endswith(f"[end of ref={ref}]")
+        assert page_text(page) == original  # byte for byte, from the other process
+
+    # The summary's span, archived by the writer, is read back by the reader, page by page.
+    summary = next(m for m in messages if is_pipeline_summary(m))
+    span = next(r for r in REF_PATTERN.findall(str(summary.content)) if ".." in r)
+    pages: list[str] = []
+    while not pages or not pages[-1].endswith(f"[end of ref={span}]"):
+        offset = sum(len(page_text(p)) for p in pages)
+        reply = reader.call("recall", span, offset)
+        assert reply is not None
+        pages.append(reply["text"])
+        assert re.match(rf"\[recall ref={re.escape(span)}: \d+ messages; ", pages[-1]), pages[-1]
+    transcript = "".join(page_text(p) for p in pages) + "\n---"
+    kept = {m.tool_call_id for m in messages if isinstance(m, ToolMessage)}
+    summarised = [cid for cid in expected_call_ids(RECALL_STEPS) if cid not in kept]
+    assert summarised, "nothing was summarised: the run is too short to test"
+    for cid in summarised:
+        step, index = cid.split("-")[1:]
+        source = f"src/payments/module_{step}.py"
+        if index == "1":
+            source = f"tests:pytest tests/test_module_{step}.py"
+        assert f"---\n{file_content(source)}\n---" in transcript, f"{cid} not in the span"
