@@ -401,7 +401,8 @@ def render(out: dict[str, Any]) -> str:
         "- Windows: " + ", ".join(f"{w:,}" for w in config["windows"]) + " tokens; the tail "
         "(ours) and `keep` (SummarizationMiddleware) are a quarter of the window.",
         "- One token counter for every figure: the project's `estimate_tokens` "
-        "(ceil(chars / 4) + 4 per message, tool calls by their JSON, images 1600). "
+        "(content-aware: never below cl100k, o200k, Llama 3, Qwen 3 or DeepSeek on the "
+        "token corpus; 4 tokens per message, images 1600). "
         "Peers keep their own default counter for their own decisions "
         "(`count_tokens_approximately`), as their users would, except `trim_messages`, "
         "which needs one and gets ours.",
