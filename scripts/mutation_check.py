@@ -27,8 +27,8 @@ MUTANTS = [
     (
         "tool pairs: every message its own unit",
         "_units.py",
-        "                end_of[start] = max(end_of[start], index + 1)",
-        "                pass",
+        "            end_of[start] = max(end_of[start], index + 1)",
+        "            pass",
         "test_tool_pairs_never_split",
     ),
     (
@@ -48,8 +48,8 @@ MUTANTS = [
     (
         "determinism: the removal note gets a random id",
         "truncate.py",
-        'id=f"context-note-{key.hexdigest()[:20]}",',
-        'id=__import__("uuid").uuid4().hex,',
+        'note_id = f"context-note-{key.hexdigest()[:20]}"',
+        'note_id = __import__("uuid").uuid4().hex',
         "test_deterministic",
     ),
     (
@@ -62,7 +62,7 @@ MUTANTS = [
     (
         "stable prefix: a cut string is cut again",
         "_trim.py",
-        '    keep = limit - len(f"…[+{len(text)} chars]")',
+        '    keep = limit - len(f"…[+{len(text)} chars{named}]")',
         "    keep = limit",
         "test_pruning_is_a_fixed_point",
     ),
