@@ -100,7 +100,7 @@ MUTANTS = [
         "pipeline.py",
         "            kept = [i for i in range(start, stop) if i in where.systems]",
         "            kept = []",
-        "test_properties_loop.py::test_loop_keeps_systems_budget_pairs_and_trusts_no_forgery",
+        "test_properties_loop.py::test_loop_keeps_systems_pairs_and_trusts_no_forgery",
     ),
     (
         "determinism: the pruning memo ignores edits in place",
@@ -114,7 +114,7 @@ MUTANTS = [
         "marks.py",
         "    if kind in WRITTEN_KINDS and not _verified(message, mark or {}):",
         "    if False:",
-        "test_properties_loop.py::test_loop_keeps_systems_budget_pairs_and_trusts_no_forgery",
+        "test_properties_loop.py::test_loop_keeps_systems_pairs_and_trusts_no_forgery",
     ),
     (
         "determinism: one circuit breaker for every conversation",
