@@ -16,12 +16,20 @@ message.
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from collections.abc import Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-__all__ = ["CACHE_CONTROL", "MAX_BREAKPOINTS", "count_breakpoints", "mark_stable_prefix"]
+__all__ = [
+    "CACHE_CONTROL",
+    "MAX_BREAKPOINTS",
+    "PrefixWatch",
+    "count_breakpoints",
+    "mark_stable_prefix",
+]
 
 CACHE_CONTROL: dict[str, str] = {"type": "ephemeral"}
 """The breakpoint put on the stable prefix's end."""
@@ -143,3 +151,41 @@ def hint_request(request: Any, stable_prefix: int) -> Any:
         tail_marked=bool(settings.get("cache_control")),
     )
     return request if marked is None else request.override(messages=marked)
+
+
+class PrefixWatch:
+    """What a provider's prompt cache saw: each request's prefix repeated from the last.
+
+    Remembers each conversation's previous output (the least recently seen
+    conversations forgotten past ``size``) and measures how many tokens of the new
+    one repeat it message by message from the start, as a provider's prefix cache
+    matches. It only reports: nothing it holds changes an output. Safe under threads.
+    """
+
+    def __init__(self, size: int = 256) -> None:
+        """Remember the previous output of at most ``size`` conversations."""
+        self.size = size
+        self._last: OrderedDict[str, list[BaseMessage]] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def observe(
+        self, conversation: str, messages: Sequence[BaseMessage], tokens: Sequence[int]
+    ) -> int | None:
+        """Record ``messages`` (each ``tokens[i]`` tokens) as ``conversation``'s request.
+
+        Returns the tokens of its longest prefix equal, message by message, to the
+        conversation's previous request, or None when there was none.
+        """
+        with self._lock:
+            previous = self._last.pop(conversation, None)
+            self._last[conversation] = list(messages)
+            while len(self._last) > self.size:
+                self._last.popitem(last=False)
+        if previous is None:
+            return None
+        repeated = 0
+        for index, (old, new) in enumerate(zip(previous, messages, strict=False)):
+            if old is not new and old != new:
+                break
+            repeated += tokens[index]
+        return repeated

@@ -14,17 +14,21 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Generator
+from dataclasses import replace
 from typing import Any
 
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
+from langchain_context_pipeline._breaker import conversation_key
+from langchain_context_pipeline._cache_hint import PrefixWatch
 from langchain_context_pipeline._checks import check_int
 from langchain_context_pipeline._coerce import coerce_messages
+from langchain_context_pipeline._hysteresis import Cuts, settle
 from langchain_context_pipeline._meter import Meter
 from langchain_context_pipeline._model_call import Reply, SummaryRequest, adrive, drive
 from langchain_context_pipeline._runnable import MessagesRunnable
-from langchain_context_pipeline._units import Split
+from langchain_context_pipeline._units import Split, Unit
 from langchain_context_pipeline.carried import CarriedSummary
 from langchain_context_pipeline.condenser import Condenser, CondenseStats
 from langchain_context_pipeline.marks import is_pipeline_summary
@@ -33,7 +37,7 @@ from langchain_context_pipeline.report import CompressionReport, CompressionResu
 from langchain_context_pipeline.settings import PipelineSettings
 from langchain_context_pipeline.summary_memory import Prefixes, StoreRead, StoreWrite, SummaryMemory
 from langchain_context_pipeline.tokens import estimate_message_tokens, resolve_token_counter
-from langchain_context_pipeline.truncate import note_room, truncate
+from langchain_context_pipeline.truncate import note_room, removal_note, truncate
 
 __all__ = ["ContextPipeline"]
 
@@ -119,6 +123,7 @@ class ContextPipeline(MessagesRunnable):
         self.summary_memory: SummaryMemory | None = (
             None if summary_memory is False else summary_memory
         )
+        self._prefixes = PrefixWatch()
         self.condenser: Condenser | None = None
         if model is not None:
             self.condenser = Condenser(
@@ -220,6 +225,58 @@ class ContextPipeline(MessagesRunnable):
         room = limit - must - min(rest, note_room(limit, must, meter)[1])
         return room if room >= self.condenser.settings.min_summary_tokens else None
 
+    def _low_water(self, limit: int) -> int:
+        """Tokens a compaction brings the request down to (``low_water`` of ``limit``)."""
+        return max(1, int(self.settings.low_water * limit))
+
+    def _settle(
+        self,
+        messages: list[BaseMessage],
+        where: Split,
+        base: int,
+        limit: int,
+        tail: int,
+        meter: Meter,
+    ) -> tuple[Cuts, list[Unit]]:
+        """Return where the cuts stand for ``messages`` and the units they index.
+
+        The units are those from ``base`` on (after the head and a carried summary);
+        the replay prices each unit as it is and as the Pruner leaves it (the
+        Pruner's memo makes the second look at an old message free).
+        """
+        units = [u for u in where.units if u[0] >= base]
+        if not units:
+            return Cuts(0, 0, False), units
+        pruned, _ = self.pruner.prune(messages, replace(where, tail_start=len(messages)))
+        raw_costs = [meter.span(messages, *u) for u in units]
+        pruned_costs = [meter.span(pruned, *u) for u in units]
+        stays = [
+            any(i in where.systems or is_pipeline_summary(messages[i]) for i in range(*u))
+            for u in units
+        ]
+        fixed = meter.span(messages, 0, base)
+        index_chars = note_room(limit, 0, meter)[0]
+
+        def note(drop: int) -> int:
+            """The removal note's tokens when units ``[0, drop)`` go (pruned by then)."""
+            if not any(not stays[j] for j in range(drop)):
+                return 0
+            gone = [pruned[i] for j in range(drop) if not stays[j] for i in range(*units[j])]
+            return meter.one(removal_note(gone, index_chars))
+
+        cuts = settle(
+            raw_costs,
+            pruned_costs,
+            stays,
+            fixed=fixed,
+            limit=limit,
+            low_water=self._low_water(limit),
+            tail_budget=tail,
+            note=note,
+            truncate=self.condenser is None,
+        )
+        return cuts, units
+
     def plan(
         self,
         messages: list[BaseMessage],
@@ -267,17 +324,22 @@ class ContextPipeline(MessagesRunnable):
                 tokens += estimate_message_tokens(carried.message)
             else:
                 tokens = meter.total(work)
+        if counts is not None:
+            meter.seed(messages, counts)
         if tokens <= limit:
             report.tokens_after = tokens
             report.stable_prefix = substituted_end if report.summary_reused else where.head_end
+            self._observe(messages, work, report, meter)
             return CompressionResult(work, report, carried if report.summary_reused else None)
-        if counts is not None:
-            meter.seed(messages, counts)
 
-        # Hysteresis: cuts move only at checkpoints (1 - low_water) x limit apart, so
-        # after a compaction the next turns append to an unchanged prefix.
-        step = round((1 - self.settings.low_water) * limit)
-        where = where.with_tail(work, tail, meter, step)
+        # Hysteresis: the prune boundary and the truncation cut move only when the
+        # request would overflow with them as they stand, and then far enough to bring
+        # it down to the low-water mark (see ``_hysteresis``).
+        base = substituted_end if report.summary_reused else where.head_end
+        cuts, units = self._settle(work, where, base, limit, tail, meter)
+        tail_start = units[cuts.prune][0] if cuts.prune < len(units) else len(work)
+        where = replace(where, tail_start=tail_start)
+        low_water = self._low_water(limit)
         before_prune = work
         work, report.prune = self.pruner.prune(work, where)
         tail_ids = {id(m) for m in work[where.tail_start :]}
@@ -294,10 +356,16 @@ class ContextPipeline(MessagesRunnable):
 
         room = (
             self._summary_room(work, where, limit, meter)
-            if tokens > limit and self.condenser is not None
+            if (tokens > limit or cuts.short) and self.condenser is not None
             else None
         )
         if room is not None and self.condenser is not None:
+            # The summary is held to what brings the request down to the low-water
+            # mark, when that leaves it its minimum size.
+            rest = tokens - meter.span(work, where.head_end, where.tail_start)
+            rest += sum(meter.one(work[i]) for i in where.systems if i in range(base, tail_start))
+            if low_water - rest >= self.condenser.settings.min_summary_tokens:
+                room = min(room, low_water - rest)
             report.condense = CondenseStats()
             work = yield from self.condenser.plan(work, where, meter, report.condense, room)
             if memory is not None and where.tail_start >= substituted_end:
@@ -306,9 +374,12 @@ class ContextPipeline(MessagesRunnable):
             report.breaker_open = report.condense.breaker_open
             tokens = report.condense.tokens_after = meter.total(work)
             where = Split.of(work, self.settings.head_count)
+            first = None
+        else:
+            first = units[cuts.drop][0] if cuts.drop else None
 
-        if tokens > limit:
-            work, report.truncate = truncate(work, where, limit, meter, step)
+        if tokens > limit or first is not None:
+            work, report.truncate = truncate(work, where, limit, meter, first=first)
             report.stages.append("truncate")
             tokens = report.truncate.tokens_after = meter.total(work)
         report.tokens_after = tokens
@@ -321,7 +392,22 @@ class ContextPipeline(MessagesRunnable):
         carried_out = CarriedSummary.of(work)
         if carried_out is None and report.summary_reused and carried is not None:
             carried_out = carried if any(m is carried.message for m in work) else None
+        self._observe(messages, work, report, meter)
         return CompressionResult(work, report, carried_out)
+
+    def _observe(
+        self,
+        messages: list[BaseMessage],
+        out: list[BaseMessage],
+        report: CompressionReport,
+        meter: Meter,
+    ) -> None:
+        """Report how much of ``out`` repeats the conversation's previous request."""
+        tokens = [meter.one(m) for m in out]
+        repeated = self._prefixes.observe(conversation_key(messages), out, tokens)
+        report.cached_prefix_tokens = repeated
+        if repeated is not None:
+            report.cached_prefix_share = repeated / max(sum(tokens), 1)
 
     # -- summaries remembered by span ------------------------------------------------
 

@@ -51,6 +51,13 @@ class CompressionReport:
     (head, carried summary, what was pruned, condensed or dropped: everything before
     the protected tail); the end of the prefix a provider's prompt cache keeps across
     compactions. On the no-op path, the head and any carried summary."""
+    cached_prefix_tokens: int | None = None
+    """Tokens of the output's longest prefix that repeats, message by message, the
+    previous request's output in the same conversation (what a provider's prompt
+    cache can reuse); None for a conversation's first request. Conversations are
+    told apart by the LangGraph ``thread_id``, else by their first messages."""
+    cached_prefix_share: float | None = None
+    """``cached_prefix_tokens`` as a share of the output's tokens (per message)."""
     archive_failures: int = 0
     """Originals that could not be kept in the store for recall (their references
     are marked not recallable); 0 when nothing is archived."""

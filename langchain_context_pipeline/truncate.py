@@ -197,7 +197,7 @@ def _select(
     where: Split,
     budget: int,
     meter: Meter,
-    step: int = 0,
+    first: int | None = None,
 ) -> _Plan:
     n = len(messages)
     units = where.units
@@ -224,17 +224,28 @@ def _select(
         if used + cost <= budget:
             keep.update(range(*u))
             used += cost
-    first = len(messages)
-    room = budget - used
-    for u in reversed(fill):
-        cost = meter.span(messages, *u)
-        if cost > room:
-            break
-        room -= cost
-        first = u[0]
-    # Keep the tail from a checkpoint on, so the dropped span (and the note saying
-    # so) changes only every quarter budget, not at every turn.
-    first = snap_forward(messages, units, first, max(budget // 4, step, 1), meter)
+    if first is not None:
+        # The given cut, if it fits: priced with the very note it leaves.
+        kept = keep | {i for u in fill if u[0] >= first for i in range(*u)}
+        dropped = [m for i, m in enumerate(messages) if i not in kept]
+        note = meter.one(removal_note(dropped, index_chars)) if dropped else 0
+        total = used - note_cost + note + sum(meter.one(messages[i]) for i in kept - keep)
+        if total > budget:
+            first = None
+        else:
+            used += note - note_cost
+    if first is None:
+        # Keep as many newest units as fit, from a checkpoint on, so the dropped span
+        # (and the note saying so) changes only every quarter budget.
+        first = len(messages)
+        room = budget - used
+        for u in reversed(fill):
+            cost = meter.span(messages, *u)
+            if cost > room:
+                break
+            room -= cost
+            first = u[0]
+        first = snap_forward(messages, units, first, max(budget // 4, 1), meter)
     for u in fill:
         if u[0] >= first:
             keep.update(range(*u))
@@ -277,11 +288,20 @@ def _assemble(messages: Sequence[BaseMessage], plan: _Plan) -> list[BaseMessage]
 
 
 def truncate(
-    messages: Sequence[BaseMessage], where: Split, threshold: int, meter: Meter, step: int = 0
+    messages: Sequence[BaseMessage],
+    where: Split,
+    threshold: int,
+    meter: Meter,
+    *,
+    first: int | None = None,
 ) -> tuple[list[BaseMessage], TruncateStats]:
     """Cut ``messages`` (split as ``where``) to at most ``threshold`` tokens by ``meter``.
 
-    The kept tail starts at a checkpoint every ``max(step, threshold // 4)`` tokens.
+    With ``first``, the units before that index are dropped (system messages and
+    summaries aside) and the rest kept, even when the list fits as it is: the
+    pipeline's cut, which moves only when the request would overflow (see
+    ``_hysteresis``); when they do not fit, or without ``first``, as many newest
+    units are kept as fit, from a checkpoint every quarter ``threshold``.
 
     Returns the new list (a copy of the input when it already fits) and what was
     trimmed or shortened.
@@ -291,7 +311,7 @@ def truncate(
             must be kept still exceeds it once cut to its minimum.
     """
     total = meter.total(messages)
-    if total <= threshold:
+    if total <= threshold and first is None:
         return list(messages), TruncateStats()
     systems = [messages[i] for i in sorted(where.systems)]
     system_tokens = meter.total(systems) if systems else 0
@@ -310,12 +330,13 @@ def truncate(
     out: list[BaseMessage] = list(messages)
     plan = _Plan(set(range(len(messages))), {})
     for _ in range(8):
-        plan = _select(messages, where, budget, meter, step)
+        plan = _select(messages, where, budget, meter, first)
         out = _assemble(messages, plan)
         excess = meter.total(out) - threshold
         if excess <= 0:
             break
         budget -= excess
+        first = None  # the given cut does not fit: keep what fits instead
     else:
         required = meter.total(out)
         raise BudgetError(

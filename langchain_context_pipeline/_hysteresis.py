@@ -1,0 +1,111 @@
+"""Compaction with hysteresis: where the prune boundary and the truncation cut stand.
+
+A provider caches a request's prefix, message by message. A cut that moves a
+little at every turn re-sends everything after it uncached; a cut that moves only
+when the request would overflow, and then far enough to bring it down to the
+low-water mark, leaves the next turns appending to an unchanged prefix.
+
+The pipeline keeps nothing between calls that could change its output, so the cuts
+are a function of the list alone: :func:`settle` replays the conversation's growth
+unit by unit (every prefix of the list is an earlier state of the same
+conversation) and moves a cut only at a prefix that would overflow the limit with
+the cuts as they stand. Each call on the grown list replays the same history up to
+the previous list's end, finds the same cuts, and moves them only if the new turns
+overflow. The replay is linear: both cuts only move forward.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+__all__ = ["Cuts", "settle"]
+
+
+@dataclass(frozen=True)
+class Cuts:
+    """Where the cuts stand after replaying a list's growth (indices into its units)."""
+
+    prune: int
+    """Units ``[0, prune)`` are pruned; the rest stay verbatim."""
+    drop: int
+    """Units ``[0, drop)`` are dropped by truncation, except those that must stay."""
+    short: bool
+    """Whether pruning fell short at some compaction: it could not reach the
+    low-water mark (truncation brought the request there), or, when a summary
+    is to do the rest, could not bring the request under the limit."""
+
+
+def settle(
+    raw: Sequence[int],
+    pruned: Sequence[int],
+    stays: Sequence[bool],
+    *,
+    fixed: int,
+    limit: int,
+    low_water: int,
+    tail_budget: int,
+    note: Callable[[int], int],
+    truncate: bool,
+) -> Cuts:
+    """Replay the growth of a list of units and return where its cuts stand.
+
+    Args:
+        raw: each unit's tokens as it is.
+        pruned: each unit's tokens once pruned.
+        stays: units truncation never drops (system messages, earlier summaries).
+        fixed: tokens before the first unit (the head, a carried summary).
+        limit: a prefix over this many tokens, with the cuts as they stand, compacts.
+        low_water: a compaction brings the prefix down to this many tokens if it can.
+        tail_budget: the newest units within this many tokens are never pruned (the
+            last unit never is).
+        note: tokens of the note that stands where truncation dropped units
+            ``[0, drop)`` (it lists what they were), given ``drop``.
+        truncate: whether a compaction that pruning leaves above ``low_water``
+            drops the oldest units (no summarizer), or leaves the rest to a summary
+            (written when pruning cannot bring the request under ``limit``).
+
+    Returns:
+        The prune boundary, the truncation cut and whether pruning fell short.
+
+    Example:
+        >>> settle([100] * 10, [10] * 10, [False] * 10, fixed=0, limit=500,
+        ...        low_water=300, tail_budget=200, note=lambda drop: 20, truncate=True)
+        Cuts(prune=7, drop=0, short=False)
+    """
+    prune = drop = tail = 0
+    size = fixed  # the prefix's tokens with the cuts as they stand, the note aside
+    noted = 0  # the note's tokens, once something is dropped
+    tail_tokens = 0
+    short = False
+    for end in range(1, len(raw) + 1):
+        newest = end - 1
+        size += raw[newest]
+        tail_tokens += raw[newest]
+        while tail < newest and tail_tokens > tail_budget:
+            tail_tokens -= raw[tail]
+            tail += 1
+        if size + noted <= limit:
+            continue
+        while size + noted > low_water and prune < tail:
+            if prune >= drop:
+                size -= raw[prune] - pruned[prune]
+            prune += 1
+        if size + noted <= low_water:
+            continue
+        if not truncate:
+            # A summary costs a call: it is left for when pruning cannot even bring
+            # the request under the limit (it then lands far below the low-water mark).
+            short = short or size > limit
+            continue
+        short = True
+        # The note lists what it replaces, so its size follows the cut: move the cut
+        # by the note's price so far, then price the note again, until both fit.
+        while size + noted > low_water and drop < newest:
+            while size + noted > low_water and drop < newest:
+                if not stays[drop]:
+                    size -= pruned[drop] if drop < prune else raw[drop]
+                drop += 1
+            noted = note(drop)
+        prune = max(prune, drop)
+    return Cuts(prune, drop, short)
