@@ -31,9 +31,8 @@ class Cuts:
     drop: int
     """Units ``[0, drop)`` are dropped by truncation, except those that must stay."""
     short: bool
-    """Whether pruning fell short at some compaction: it could not reach the
-    low-water mark (truncation brought the request there), or, when a summary
-    is to do the rest, could not bring the request under the limit."""
+    """Whether some compaction could not reach the low-water mark by pruning alone
+    (truncation brought the request there, or a summary is to)."""
 
 
 def settle(
@@ -62,8 +61,7 @@ def settle(
         note: tokens of the note that stands where truncation dropped units
             ``[0, drop)`` (it lists what they were), given ``drop``.
         truncate: whether a compaction that pruning leaves above ``low_water``
-            drops the oldest units (no summarizer), or leaves the rest to a summary
-            (written when pruning cannot bring the request under ``limit``).
+            drops the oldest units (no summarizer), or leaves the rest to a summary.
 
     Returns:
         The prune boundary, the truncation cut and whether pruning fell short.
@@ -93,12 +91,9 @@ def settle(
             prune += 1
         if size + noted <= low_water:
             continue
-        if not truncate:
-            # A summary costs a call: it is left for when pruning cannot even bring
-            # the request under the limit (it then lands far below the low-water mark).
-            short = short or size > limit
-            continue
         short = True
+        if not truncate:
+            continue
         # The note lists what it replaces, so its size follows the cut: move the cut
         # by the note's price so far, then price the note again, until both fit.
         while size + noted > low_water and drop < newest:

@@ -51,12 +51,37 @@ def test_empty_list() -> None:
 
 def test_prune_alone_can_be_enough() -> None:
     messages = agent_history()
-    result = ContextPipeline(threshold=16_000, tail_budget=4000).compress(messages)
+    # low_water=1: a compaction need only bring the request under the threshold.
+    pipeline = ContextPipeline(threshold=16_000, tail_budget=4000, low_water=1.0)
+    result = pipeline.compress(messages)
     report = result.report
     assert report.stages == ["prune"]
     assert report.tokens_before > 16_000 >= report.tokens_after == report.prune.tokens_after
     assert report.prune.briefed > 30
     assert result.messages[3].content.startswith('[bash] "pytest -k case0" -> 1 lines output')
+
+
+def test_a_compaction_goes_down_to_the_low_water_mark() -> None:
+    # Pruning alone leaves this history between half the threshold and the threshold:
+    # without a summarizer, truncation takes each compaction down to the low-water
+    # mark, so the next turns append to an unchanged prefix.
+    messages = agent_history()
+    pruned = ContextPipeline(threshold=16_000, tail_budget=4000, low_water=1.0).compress(messages)
+    assert 8000 < pruned.report.tokens_after <= 16_000
+    pipeline = ContextPipeline(threshold=16_000, tail_budget=4000)
+    previous: list[BaseMessage] = []
+    compactions = 0
+    for end in range(4, len(messages) + 1, 2):  # one tool step more at each turn
+        result = pipeline.compress(messages[:end])
+        out = result.messages
+        assert result.report.tokens_after <= 16_000
+        if previous and out[: len(previous)] != previous:
+            compactions += 1
+            assert result.report.tokens_after <= 8000
+            assert out[:2] == messages[:2] and out[-1] == messages[end - 1]
+        previous = out
+    assert compactions >= 2
+    assert result.report.stages == ["prune", "truncate"]
 
 
 def test_condense_when_over_after_pruning() -> None:

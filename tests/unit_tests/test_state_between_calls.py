@@ -148,7 +148,9 @@ EDITS: list[Callable[[list[BaseMessage]], None]] = [
 def test_the_memo_never_returns_what_a_fresh_pipeline_would_not(
     edit: Callable[[list[BaseMessage]], None],
 ) -> None:
-    settings = {"threshold": 2000, "tail_budget": 700}
+    # low_water=1: pruning brings this history under the threshold, and the edited
+    # messages stay in the output (pruned) instead of being truncated away.
+    settings: dict[str, Any] = {"threshold": 2000, "tail_budget": 700, "low_water": 1.0}
     pipeline = ContextPipeline(**settings)
     messages = bulky_history()
     before = pipeline.compress(messages)
