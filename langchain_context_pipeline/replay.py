@@ -33,6 +33,9 @@ class Turn:
     """The pipeline stages that ran for this request."""
     summarizer_calls: int
     """Summarizer calls made for this request."""
+    cached_tokens: int | None = None
+    """Tokens of this request that repeat the previous one's prefix (what a prompt
+    cache can reuse); None for the first request."""
 
 
 @dataclass
@@ -56,6 +59,12 @@ class ReplayResult:
     def summarizer_calls(self) -> int:
         """Summarizer calls over the session."""
         return sum(t.summarizer_calls for t in self.turns)
+
+    @property
+    def cached_share(self) -> float:
+        """Share of the tokens sent that repeat the previous request's prefix."""
+        cached = sum(t.cached_tokens or 0 for t in self.turns)
+        return cached / max(self.tokens_with, 1)
 
 
 def replay(messages: Sequence[BaseMessage], pipeline: ContextPipeline) -> ReplayResult:
@@ -86,6 +95,7 @@ def replay(messages: Sequence[BaseMessage], pipeline: ContextPipeline) -> Replay
                 tokens_with=report.tokens_after,
                 stages=tuple(report.stages),
                 summarizer_calls=report.summarizer_calls,
+                cached_tokens=report.cached_prefix_tokens,
             )
         )
     return result

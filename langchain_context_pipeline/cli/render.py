@@ -204,7 +204,7 @@ def print_replay(result: ReplayResult, out: TextIO) -> None:
         out: Where to print.
     """
     table = Table(box=None, pad_edge=False)
-    for header in ("turn", "without", "with"):
+    for header in ("turn", "without", "with", "cached"):
         table.add_column(header, justify="right")
     table.add_column("stages")
     for turn in result.turns:
@@ -212,13 +212,15 @@ def print_replay(result: ReplayResult, out: TextIO) -> None:
             str(turn.index),
             f"{turn.tokens_without:,}",
             f"{turn.tokens_with:,}",
+            "-" if turn.cached_tokens is None else f"{turn.cached_tokens:,}",
             ",".join(turn.stages) or "-",
         )
     _print(out, table)
     print(
         f"total: {result.tokens_without:,} tokens without, "
         f"{result.tokens_with:,} with the pipeline "
-        f"over {len(result.turns)} model calls; summarizer calls {result.summarizer_calls}",
+        f"over {len(result.turns)} model calls; summarizer calls {result.summarizer_calls}; "
+        f"{result.cached_share:.0%} of the tokens sent repeat the previous request's prefix",
         file=out,
     )
 

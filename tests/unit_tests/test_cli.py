@@ -109,8 +109,11 @@ def test_replay_with_plot(tmp_path: Path) -> None:
     assert code == 0
     assert plot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     lines = out.strip().splitlines()
-    assert lines[0].split() == ["turn", "without", "with", "stages"]
+    assert lines[0].split() == ["turn", "without", "with", "cached", "stages"]
     assert lines[-1].startswith("total: ")
+    assert "of the tokens sent repeat the previous request's prefix" in lines[-1]
+    cached = [line.split()[3] for line in lines[1:-1]]
+    assert cached[0] == "-" and all(c != "-" for c in cached[1:])
     with_values = [int(line.split()[2].replace(",", "")) for line in lines[1:-1]]
     assert max(with_values) <= 16_000
 
