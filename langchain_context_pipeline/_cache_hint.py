@@ -168,13 +168,11 @@ class PrefixWatch:
         self._last: OrderedDict[str, list[BaseMessage]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def observe(
-        self, conversation: str, messages: Sequence[BaseMessage], tokens: Sequence[int]
-    ) -> int | None:
-        """Record ``messages`` (each ``tokens[i]`` tokens) as ``conversation``'s request.
+    def observe(self, conversation: str, messages: Sequence[BaseMessage]) -> int | None:
+        """Record ``messages`` as ``conversation``'s latest request.
 
-        Returns the tokens of its longest prefix equal, message by message, to the
-        conversation's previous request, or None when there was none.
+        Returns how many of its leading messages equal, one by one, the
+        conversation's previous request's, or None when there was none.
         """
         with self._lock:
             previous = self._last.pop(conversation, None)
@@ -184,8 +182,8 @@ class PrefixWatch:
         if previous is None:
             return None
         repeated = 0
-        for index, (old, new) in enumerate(zip(previous, messages, strict=False)):
+        for old, new in zip(previous, messages, strict=False):
             if old is not new and old != new:
                 break
-            repeated += tokens[index]
+            repeated += 1
         return repeated

@@ -403,11 +403,17 @@ class ContextPipeline(MessagesRunnable):
         meter: Meter,
     ) -> None:
         """Report how much of ``out`` repeats the conversation's previous request."""
-        tokens = [meter.one(m) for m in out]
-        repeated = self._prefixes.observe(conversation_key(messages), out, tokens)
-        report.cached_prefix_tokens = repeated
-        if repeated is not None:
-            report.cached_prefix_share = repeated / max(sum(tokens), 1)
+        repeated = self._prefixes.observe(conversation_key(messages), out)
+        if repeated is None:
+            return
+        # The default estimate's per-message counts are at hand; another counter is
+        # asked once, for the repeated prefix.
+        if meter.additive:
+            tokens = sum(meter.one(m) for m in out[:repeated])
+        else:
+            tokens = meter.total(out[:repeated]) if repeated else 0
+        report.cached_prefix_tokens = tokens
+        report.cached_prefix_share = min(tokens / max(report.tokens_after, 1), 1.0)
 
     # -- summaries remembered by span ------------------------------------------------
 

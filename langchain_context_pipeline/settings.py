@@ -154,12 +154,14 @@ class PipelineSettings:
     head_count: int = 2
     """The first N messages (the task), kept verbatim when they are whole units."""
     low_water: float = 0.5
-    """Hysteresis: the prune and truncation cuts move only at checkpoints
-    ``(1 - low_water) x threshold`` tokens of history apart, so a compaction leaves
-    the request near this share of the threshold and the next turns only append to
-    an unchanged prefix (a provider's prompt cache reuses it). 1 moves the cuts at
-    every half tail budget (a quarter budget for truncation). Chosen by measurement:
-    see ``BENCHMARKS.md``."""
+    """Hysteresis: the share of the threshold a compaction brings a request down to.
+    The prune boundary, the truncation cut and the summarized span move only when a
+    request would overflow with them as they stand, and then far enough to reach
+    ``low_water x threshold`` (pruning first; then, when pruning cannot get there,
+    the summary, or truncation without a summarizer), so the next turns append to
+    an unchanged prefix that a provider's prompt cache reuses. 1 moves them only as
+    far as the threshold needs (no hysteresis). Chosen by measurement: see
+    ``BENCHMARKS.md``."""
     prune: PruneSettings = field(default_factory=PruneSettings)
     """The Pruner's settings."""
     condense: CondenseSettings = field(default_factory=CondenseSettings)
