@@ -30,7 +30,7 @@ from langchain_context_pipeline._blocks import (
 from langchain_context_pipeline._checks import check_int
 from langchain_context_pipeline._coerce import coerce_messages
 from langchain_context_pipeline._meter import Meter
-from langchain_context_pipeline._trim import cut_middle, replace_text, with_cut_args
+from langchain_context_pipeline._trim import cut_middle, replace_text, with_cut_args, without_args
 from langchain_context_pipeline._units import Split, snap_forward
 from langchain_context_pipeline.digest import build_index
 from langchain_context_pipeline.errors import BudgetError
@@ -181,7 +181,7 @@ def _shrink(message: BaseMessage, excess: int, meter: Meter, drop_reasoning: boo
     if meter.one(shrunk) > meter.one(base):  # a marker longer than the text is no cut
         shrunk = base
     if meter.one(shrunk) > target and isinstance(shrunk, AIMessage):
-        shrunk = with_cut_args(shrunk, 0, ref)[0]
+        shrunk = without_args(shrunk, ref)
     return shrunk
 
 
