@@ -191,6 +191,9 @@ def run_on_private_loop(
             raise
         future.cancel()  # cancels the task on the private loop
         raise SummaryTimeoutError(f"summarizer gave no answer within {timeout} s") from None
+    except BaseException:
+        future.cancel()  # the caller gave up (KeyboardInterrupt...): so does the coroutine
+        raise
 
 
 def call_model(model: Runnable[Any, Any], request: SummaryRequest, timeout: float | None) -> Reply:
