@@ -17,6 +17,16 @@ turns it does not cover no longer fit. In ``"persist"`` mode the hook rewrites
 ``messages`` itself (``RemoveMessage(id=REMOVE_ALL_MESSAGES)`` and the compressed
 list), and only when something changed.
 
+When the system messages alone exceed the budget, the ephemeral hook logs a
+warning naming the sizes and the model gets the smallest valid request (the system
+messages and the newest turn cut to its minimum, tool calls with their results),
+as the agent middleware does: only this call's view is affected, the history stays
+in ``messages``. The persist hook raises :class:`~langchain_context_pipeline.errors.BudgetError`
+instead: what it returns is written into ``messages`` for good, and the smallest
+request would replace the whole history, the task included, to work around a
+budget that no compression can meet (raise the threshold or shorten the system
+messages).
+
 The hook declares the state keys it reads, so LangGraph adds the summary key as a
 channel of any graph the hook is a node of: ``create_react_agent``'s default state
 schema works without ``state_schema=``. :class:`ContextPipelineState` is there for
@@ -54,7 +64,7 @@ from langchain_context_pipeline.calibration import (
     model_identity,
 )
 from langchain_context_pipeline.carried import SUMMARY_STATE_KEY, CarriedSummary
-from langchain_context_pipeline.pipeline import ContextPipeline
+from langchain_context_pipeline.pipeline import ContextPipeline, OverBudget
 from langchain_context_pipeline.report import CompressionResult
 from langchain_context_pipeline.settings import PipelineSettings
 from langchain_context_pipeline.threshold import Threshold, resolve_threshold
@@ -218,6 +228,11 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
         after = messages[-1].id if messages else None
         return calibration.sending(result.report.tokens_after, after).to_dict()
 
+    @property
+    def _over_budget(self) -> OverBudget:
+        """Ephemeral: the smallest valid request; persist: the error (see the module)."""
+        return "minimal" if self.mode == "ephemeral" else "raise"
+
     def _threshold(self, calibration: Calibration) -> int | None:
         if calibration.correction == 1.0:
             return None
@@ -238,7 +253,11 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
         messages, stored, carried = self._read(state)
         calibration = self._calibration(state, messages)
         result = compress_traced(
-            self.pipeline, messages, carried_summary=carried, threshold=self._threshold(calibration)
+            self.pipeline,
+            messages,
+            carried_summary=carried,
+            threshold=self._threshold(calibration),
+            over_budget=self._over_budget,
         )
         store, thread = self._archive() if result.messages is not messages else (None, None)
         if store is not None:
@@ -249,7 +268,11 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
         messages, stored, carried = self._read(state)
         calibration = self._calibration(state, messages)
         result = await acompress_traced(
-            self.pipeline, messages, carried_summary=carried, threshold=self._threshold(calibration)
+            self.pipeline,
+            messages,
+            carried_summary=carried,
+            threshold=self._threshold(calibration),
+            over_budget=self._over_budget,
         )
         store, thread = self._archive() if result.messages is not messages else (None, None)
         if store is not None:
@@ -339,6 +362,10 @@ def create_pre_model_hook(
     **keywords: Any,
 ) -> ContextPipelineHook:
     """Return a node that keeps the conversation under budget before each model call.
+
+    When the system messages alone exceed the budget, the ephemeral hook sends the
+    smallest valid request with a warning; the persist hook raises
+    :class:`~langchain_context_pipeline.errors.BudgetError` (see the module docstring).
 
     Args:
         pipeline: a configured :class:`ContextPipeline`; or leave it out and give

@@ -14,6 +14,12 @@ state keeps the full history. The one state write is the carried summary, in a
 private key (the same key the LangGraph hook uses), so the next call reuses it
 instead of summarizing again.
 
+When the budget cannot be met (the system message and the tools' schemas, or the
+system messages among the messages, exceed ``threshold`` by themselves), the agent
+does not stop: a warning names the sizes, and the model gets the smallest valid
+request, the system messages and the newest turn cut to its minimum (tool calls
+with their results), over the budget by ``report.over_budget`` tokens.
+
 This is the only module of the package that imports ``langchain.agents``; like the
 LangGraph hook, it is an entry point and may import ``langgraph``. It needs the
 ``agents`` extra: ``pip install 'langchain-context-pipeline[agents]'``.
@@ -264,6 +270,8 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
             "carried_summary": carried,
             "reserved_tokens": reserved,
             "threshold": calibration.budget(threshold),
+            # An agent mid-run degrades (with a warning) rather than stop.
+            "over_budget": "minimal",
         }
         return messages, args, reserved
 
