@@ -259,7 +259,7 @@ def test_the_retry_is_smaller_than_the_rejected_request_and_its_budget(
     assert 1 <= budget < sent
     assert budget <= rejected.budget(threshold)
     if requested and window and requested > window:  # at least the reported overshoot
-        assert budget <= sent * window / requested
+        assert budget <= max(1, sent * window / requested)
 
 
 # -- async: the middleware's awrap_model_call ---------------------------------------------
@@ -623,3 +623,25 @@ def test_hook_calibration_lives_in_graph_state_and_survives_a_restart(tmp_path: 
     sent = fresh.invoke({**blind, "messages": [*resumed["messages"], go_on]})
     assert true_tokens([SystemMessage(SYSTEM), *sent["llm_input_messages"]]) > WINDOW
     assert isinstance(fresh, ContextPipelineHook)
+
+
+@pytest.mark.parametrize("entry", ["middleware", "hook"])
+def test_a_correction_that_budgets_a_call_under_the_tail_budget_shrinks_the_tail(
+    entry: str,
+) -> None:
+    # threshold 8,000 with an explicit tail of 3,000; the provider counts four times
+    # what the counter does, so this call's budget is 2,000: under the tail.
+    calibration = {"correction": MAX_CORRECTION, "sent": 0, "after": None, "samples": 3}
+    messages: list[BaseMessage] = [HumanMessage("请阅读文档并总结。", id="task")]
+    for i in range(12):
+        messages += chinese_step(i)
+    if entry == "middleware":
+        mw = ContextPipelineMiddleware(threshold=8000, tail_budget=3000)
+        handler = UsageHandler(usage=None)
+        mw.wrap_model_call(request(messages, {CALIBRATION_STATE_KEY: calibration}), handler)
+        sent = [handler.requests[0].system_message, *handler.requests[0].messages]
+        assert mw.token_counter(sent) <= 8000 / MAX_CORRECTION  # type: ignore[arg-type]
+    else:
+        hook = create_pre_model_hook(threshold=8000, tail_budget=3000)
+        update = hook.invoke({"messages": messages, CALIBRATION_STATE_KEY: calibration})
+        assert hook.pipeline.token_counter(update["llm_input_messages"]) <= 8000 / MAX_CORRECTION
