@@ -62,6 +62,7 @@ from langchain_context_pipeline.calibration import (
     CALIBRATION_STATE_KEY,
     Calibration,
     model_identity,
+    request_overhead,
 )
 from langchain_context_pipeline.carried import SUMMARY_STATE_KEY, CarriedSummary
 from langchain_context_pipeline.pipeline import ContextPipeline, OverBudget
@@ -139,9 +140,15 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
         summary_key: str,
         agent_model: Any = None,
         store: BaseStore | None = None,
+        reserved_tokens: int = 0,
     ) -> None:
-        """Wrap ``pipeline``; see :func:`create_pre_model_hook` for the arguments."""
+        """Wrap ``pipeline``; see :func:`create_pre_model_hook` for the arguments.
+
+        ``reserved_tokens`` are what each request spends beside the messages (the
+        system prompt and tool schemas the agent adds), by the pipeline's counter.
+        """
         self.pipeline = pipeline
+        self.reserved_tokens = reserved_tokens
         self.agent = model_identity(agent_model) if agent_model is not None else (None, None)
         self._warned: set[str] = set()
         self.mode: HookMode = mode
@@ -226,7 +233,8 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
     ) -> dict[str, Any]:
         result.report.correction = calibration.correction
         after = messages[-1].id if messages else None
-        return calibration.sending(result.report.tokens_after, after).to_dict()
+        sent = result.report.tokens_after + self.reserved_tokens
+        return calibration.sending(sent, after).to_dict()
 
     @property
     def _over_budget(self) -> OverBudget:
@@ -256,6 +264,7 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
             self.pipeline,
             messages,
             carried_summary=carried,
+            reserved_tokens=self.reserved_tokens,
             threshold=self._threshold(calibration),
             over_budget=self._over_budget,
         )
@@ -271,6 +280,7 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
             self.pipeline,
             messages,
             carried_summary=carried,
+            reserved_tokens=self.reserved_tokens,
             threshold=self._threshold(calibration),
             over_budget=self._over_budget,
         )
@@ -355,6 +365,8 @@ def create_pre_model_hook(
     summary_key: str = DEFAULT_SUMMARY_KEY,
     threshold: Threshold | None = None,
     agent_model: Any = None,
+    system_prompt: str | BaseMessage | None = None,
+    tools: Sequence[Any] = (),
     settings: PipelineSettings | None = None,
     model: Any = None,
     token_counter: Any = None,
@@ -380,6 +392,12 @@ def create_pre_model_hook(
         agent_model: the agent's chat model: needed for a fraction threshold and for
             ``token_counter="model"``; with it, calibration ignores usage reported
             by any other model.
+        system_prompt: the system prompt the agent sends beside the messages
+            (``create_react_agent``'s ``prompt``, when it is a string or message).
+        tools: the tools the agent binds to its model. The hook cannot see either in
+            state: given here, they are counted in every request, so that the budget
+            and the calibration cover the whole request, as the provider's reported
+            usage does (without them, leave headroom for them in ``threshold``).
         settings: :class:`PipelineSettings` for the pipeline.
         model: the summarizer (see :class:`ContextPipeline`).
         token_counter: the token counter (see :class:`ContextPipeline`);
@@ -397,8 +415,8 @@ def create_pre_model_hook(
 
     Raises:
         ValueError: for an unknown mode or summary key, both a pipeline and its
-            settings, or a fraction threshold the agent model's profile cannot
-            resolve.
+            settings, a fraction threshold the agent model's profile cannot
+            resolve, or a system prompt and tools that leave no room for messages.
         TypeError: for an unknown setting.
 
     Example:
@@ -439,6 +457,17 @@ def create_pre_model_hook(
                 raise ValueError("token_counter='model' needs agent_model, the agent's chat model")
             token_counter = agent_model
         pipeline = ContextPipeline(settings, model=model, token_counter=token_counter, **keywords)
+    reserved = request_overhead(pipeline.token_counter, system_prompt, tools)
+    if reserved >= pipeline.threshold:
+        raise ValueError(
+            f"the system prompt and tools take {reserved} tokens: nothing is left of "
+            f"threshold {pipeline.threshold} for the messages"
+        )
     return _hook_class(summary_key)(
-        pipeline, mode=mode, summary_key=summary_key, agent_model=agent_model, store=store
+        pipeline,
+        mode=mode,
+        summary_key=summary_key,
+        agent_model=agent_model,
+        store=store,
+        reserved_tokens=reserved,
     )
