@@ -397,7 +397,7 @@ def load_real(names: Sequence[str]) -> tuple[RealTokenCounter | None, str]:
     if not names:
         return None, "not measured"
     try:
-        import quicktok
+        import quicktok  # type: ignore[import-untyped, unused-ignore]
 
         counter = RealTokenCounter(load_tokenizers(names))
     except (ImportError, ValueError) as exc:

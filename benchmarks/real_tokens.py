@@ -62,7 +62,13 @@ def load_tokenizers(names: Sequence[str]) -> dict[str, Callable[[str], int]]:
         ImportError: when ``quicktok`` (the dev extra's ``quicktok-v1``) is not installed.
         ValueError: for an unknown encoding name.
     """
-    import quicktok
+    import quicktok  # type: ignore[import-untyped, unused-ignore]
+
+    def counter(encoding: Any) -> Callable[[str], int]:
+        def count(text: str) -> int:
+            return len(encoding.encode_ordinary(text))
+
+        return count
 
     out: dict[str, Callable[[str], int]] = {}
     for name in names:
@@ -70,7 +76,7 @@ def load_tokenizers(names: Sequence[str]) -> dict[str, Callable[[str], int]]:
             encoding = quicktok.get_encoding(name)
         except Exception as exc:
             raise ValueError(f"quicktok has no encoding {name!r}: {exc}") from exc
-        out[name] = lambda text, e=encoding: len(e.encode_ordinary(text))
+        out[name] = counter(encoding)
     return out
 
 
