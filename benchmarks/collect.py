@@ -369,7 +369,18 @@ def collect(
             ],
             "chunk_chars": CORPUS_CHUNK,
             "windows": {
-                str(w): corpus_dict(replay(corpus, w, None, STRATEGIES, progress=say, real=real))
+                # Only overflows are read here: no timing, so no collection per conversation.
+                str(w): corpus_dict(
+                    replay(
+                        corpus,
+                        w,
+                        None,
+                        STRATEGIES,
+                        progress=say,
+                        real=real,
+                        collect_garbage=False,
+                    )
+                )
                 for w in corpus_windows
             },
         }

@@ -150,11 +150,15 @@ def replay(
     strategies: Sequence[type[Strategy]] = STRATEGIES,
     progress: Callable[[str], None] | None = None,
     real: RealTokenCounter | None = None,
+    collect_garbage: bool = True,
 ) -> WindowResult:
     """Replay ``transcripts`` through ``strategies`` at ``window`` tokens.
 
     ``real`` (one for the whole run, so each distinct message is tokenized once)
     adds the overflows by real tokenizers and by each strategy's own counter.
+    ``collect_garbage``: run a full collection before each transcript, so that no
+    strategy's overhead pays for another's garbage (about 0.2 s each with the
+    peers imported; a replay that reads no timing can skip it).
     """
     began = time.perf_counter()
     result = WindowResult(window=window)
@@ -166,7 +170,8 @@ def replay(
         runs: dict[str, RunStats] = {}
         t0 = time.perf_counter()
         for transcript in transcripts:
-            gc.collect()
+            if collect_garbage:
+                gc.collect()
             runs[transcript.name] = replay_one(
                 strategy, transcript, second, result.error_samples, real
             )
