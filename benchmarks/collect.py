@@ -278,7 +278,7 @@ def collect(
     (default: cl100k_base, o200k_base, llama3, qwen3; cl100k_base alone when
     ``quick``; empty: none). ``with_corpus`` also replays the token corpus's
     conversations (``corpus_names``, default all, a few when ``quick``) at
-    ``corpus_windows`` (default 8k and 4k, 4k when ``quick``), for the overflow
+    ``corpus_windows`` (default 8k, 4k and 2k, 4k when ``quick``), for the overflow
     table only.
     """
     began = time.perf_counter()

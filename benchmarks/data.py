@@ -88,9 +88,11 @@ def load_transcripts(
 CORPUS_DIR = Path(__file__).resolve().parent.parent / "tests" / "data" / "token_corpus"
 """The token corpus: multilingual, CJK, code, JSON, logs, base64 (sources in its NOTICE.md)."""
 
-CORPUS_WINDOWS = (8_000, 4_000)
+CORPUS_WINDOWS = (8_000, 4_000, 2_000)
 """Windows for the corpus conversations: the largest is about 34k tokens by the estimate
-(21k by cl100k), so at the transcripts' windows almost every request would fit."""
+(21k by cl100k), so at the transcripts' windows almost every request would fit; the
+multilingual and CJK samples are at most about 3k real tokens, so only 2k puts some
+of them over the window."""
 
 QUICK_CORPUS = (
     "multilingual__ar_news",

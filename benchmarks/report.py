@@ -366,7 +366,9 @@ def real_tokens_markdown(out: dict[str, Any]) -> str:
             "(its first 300 characters) calling `read_file` and the piece as the result, then "
             "a user message with the sample's last 400 characters. Replayed like the "
             "transcripts at smaller windows (the largest conversation is about 34k tokens by "
-            "the estimate, 21k by cl100k_base).",
+            "the estimate, 21k by cl100k_base; the multilingual and CJK ones, a single tool "
+            "result each, at most about 3k real tokens, so only the 2k window puts some of "
+            "them over).",
             "",
         ]
         keys = list(config)

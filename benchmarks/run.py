@@ -1,7 +1,7 @@
 """Command line: ``python -m benchmarks.run [--quick] [--out FILE] [--json FILE]``.
 
 The full run replays all transcripts at 32k and 16k, and the token corpus's
-conversations at 8k and 4k, counting every request by cl100k_base, o200k_base,
+conversations at 8k, 4k and 2k, counting every request by cl100k_base, o200k_base,
 Llama 3 and Qwen 3 too, and writes ``BENCHMARKS.md`` and
 ``benchmarks/results.json``; ``--quick`` replays a few transcripts at 16k and a
 few corpus conversations at 4k, counts real tokens with cl100k_base alone, with
