@@ -150,7 +150,15 @@ def _shrink(message: BaseMessage, excess: int, meter: Meter, drop_reasoning: boo
 
     Tool-call arguments (every copy), then bulky blocks and the text (in the
     middle, with a marker), then, with ``drop_reasoning``, whole reasoning blocks.
+    A message nothing can cut is returned itself, not as an equal copy: the output
+    then keeps the caller's object, which references and fixed points rely on.
     """
+    out = _cut_down(message, excess, meter, drop_reasoning)
+    return message if out == message else out
+
+
+def _cut_down(message: BaseMessage, excess: int, meter: Meter, drop_reasoning: bool) -> BaseMessage:
+    """Do :func:`_shrink`'s cut (which may return an equal copy)."""
     target = meter.one(message) - excess
     # A cut names the original, unless the pipeline wrote the message itself.
     ref = "" if pipeline_kind(message) in ("summary", "note") else message_ref(message)

@@ -4,7 +4,7 @@ import pytest
 from invariants import assert_pairs_kept, snapshot
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from langchain_context_pipeline import estimate_tokens, hard_truncate
+from langchain_context_pipeline import DIGEST, ContextPipeline, estimate_tokens, hard_truncate
 from langchain_context_pipeline._trim import cut_json
 from langchain_context_pipeline.references import message_ref, span_ref
 
@@ -178,3 +178,45 @@ def test_cut_keys_never_merge_two_entries() -> None:
     out = cut_json(value, 8)
     assert len(out) == len(value)
     assert cut_json(out, 8) == out
+
+
+def test_a_message_nothing_can_cut_is_kept_as_the_callers_object() -> None:
+    """Truncation used to return an equal copy of an uncuttable message.
+
+    The output then held no object of the caller's for it, so the message counted
+    as replaced, with no reference naming it.
+    """
+    last = HumanMessage([{"type": "text", "text": "alpha" * 12}], id="m7")
+    args = {
+        "content": {"nested": ["b"]},
+        "old_str": {"nested": ["\n" * 195]},
+        "query": {"nested": ["\n" * 996]},
+        "command": {"nested": ["alphaalpha"]},
+    }
+    go = {"name": "browser_go", "args": {}, "id": "c4"}
+    history: list[BaseMessage] = [
+        SystemMessage("a", id="m0"),
+        HumanMessage("日本" * 210, id="m1"),
+        AIMessage(
+            [
+                {"type": "text", "text": "\n" * 1738},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+            ],
+            id="m3",
+            tool_calls=[{"name": "read_file", "args": args, "id": "c2"}],
+        ),
+        AIMessage([{"type": "text", "text": "np"}], id="m5", tool_calls=[go]),
+        ToolMessage("src/app.py" * 4000, tool_call_id="c4", id="m6"),
+        last,
+    ]
+    pipeline = ContextPipeline(
+        threshold=5182,
+        tail_budget=527,
+        head_count=3,
+        model=DIGEST,
+        tool_output_limit=927,
+        tool_args_limit=284,
+    )
+    out = pipeline.invoke(history)
+    assert "truncate" in pipeline.compress(history).report.stages
+    assert out[-1] is last
