@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 from langchain_core.messages import BaseMessage, ChatMessage, SystemMessage
 
-from langchain_context_pipeline._blocks import pair_results
+from langchain_context_pipeline._blocks import call_ids, pair_results
 from langchain_context_pipeline._meter import Meter
 from langchain_context_pipeline.marks import WRITTEN_KINDS, pipeline_kind
 
@@ -73,6 +73,19 @@ def _head_end(messages: Sequence[BaseMessage], units: Sequence[Unit], head_count
             break
         end = stop
     return end
+
+
+def head_end(messages: Sequence[BaseMessage], head_count: int) -> int:
+    """Return where the head of ``messages`` ends: ``Split.of(messages, head_count).head_end``.
+
+    When none of the first ``head_count`` messages makes a tool call, each of them is
+    a unit of its own (only a call can open a longer unit), so the head is found
+    from them alone, without pairing the whole list; otherwise the list is split.
+    """
+    first = messages[:head_count]
+    if any(call_ids(m) for m in first):
+        return Split.of(messages, head_count).head_end
+    return _head_end(messages, [(i, i + 1) for i in range(len(first))], head_count)
 
 
 @dataclass(frozen=True)
