@@ -158,10 +158,23 @@ class Pruner(MessagesRunnable):
                 for call in message.tool_calls:
                     if call.get("id"):
                         calls[call["id"] or ""] = (call["name"], call["args"])
-            if start <= index < stop and index not in where.systems:
+            if start <= index < stop and index not in where.systems and self._may_change(message):
                 message = self._prune_remembered(message, calls, stats)
             out.append(message)
         return out, stats
+
+    def _may_change(self, message: BaseMessage) -> bool:
+        """Whether pruning could change ``message``; False is certain, True is not.
+
+        Only tool results and AI messages are pruned, and a tool result only when
+        longer than ``tool_output_limit``: a shorter one is left as it is without
+        snapshotting it for the memo (which would cost more than this check).
+        """
+        if isinstance(message, ToolMessage):
+            images = count_images(message)
+            size = len(message_text(message)) + images * IMAGE_TOKENS * 4
+            return size > self.settings.tool_output_limit
+        return isinstance(message, AIMessage)
 
     def _prune_remembered(
         self, message: BaseMessage, calls: Mapping[str, tuple[str, Any]], stats: PruneStats
