@@ -29,6 +29,7 @@ from langchain_context_pipeline import (
     _text_cost,
     estimate_tokens,
 )
+from langchain_context_pipeline._blocks import call_ids, pair_results, result_ids
 from langchain_context_pipeline._units import Split, group_units, head_end
 from langchain_context_pipeline.tokens import (
     MESSAGE_OVERHEAD_TOKENS,
@@ -193,3 +194,24 @@ def test_every_message_costs_what_its_countable_parts_cost(history: list[BaseMes
             if isinstance(call["args"], dict):
                 call["args"]["added"] = True
                 assert estimate_message_tokens(message) == by_parts(message)
+
+
+@given(conversations())
+def test_pairing_reads_every_message_as_its_call_and_result_ids_say(
+    history: list[BaseMessage],
+) -> None:
+    # pair_results reads ToolMessages and AIMessages directly; it must pair as the
+    # general readers of call and result ids would, in every format.
+    open_calls: dict[str, list[int]] = {}
+    last_call: dict[str, int] = {}
+    expected: dict[int, list[int]] = {}
+    for index, message in enumerate(history):
+        for cid in result_ids(message):
+            stack = open_calls.get(cid)
+            start = stack.pop() if stack else last_call.get(cid)
+            if start is not None:
+                expected.setdefault(index, []).append(start)
+        for cid in call_ids(message):
+            open_calls.setdefault(cid, []).append(index)
+            last_call[cid] = index
+    assert pair_results(history) == expected
