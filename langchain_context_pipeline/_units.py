@@ -113,7 +113,12 @@ class Split:
         so a summary is merged, never frozen into the head.
         """
         units = tuple(group_units(messages))
-        systems = frozenset(i for i, m in enumerate(messages) if is_system(m))
+        systems = frozenset(
+            i
+            for i, m in enumerate(messages)
+            if isinstance(m, SystemMessage)  # is_system, inlined: it runs on every message
+            or (isinstance(m, ChatMessage) and m.role in _SYSTEM_ROLES)
+        )
         n = len(messages)
         return cls(units, _head_end(messages, units, head_count), n, systems, n)
 
