@@ -166,6 +166,27 @@ def test_input_never_mutated_in_any_shape(
     assert pickle.dumps(history) == before
 
 
+@given(conversations(), pipelines(), st.sampled_from([0, 1, 200]))
+def test_the_smallest_request_keeps_systems_pairs_and_the_newest_turn(
+    history: list[BaseMessage], pipeline: ContextPipeline, over: int
+) -> None:
+    """When nothing can meet the budget, ``over_budget="minimal"`` still sends a valid request.
+
+    Everything sent beside the messages takes the whole budget (and ``over`` more).
+    """
+    reserved = pipeline.threshold + over
+    out = pipeline.compress(history, reserved_tokens=reserved, over_budget="minimal").messages
+    assert out[-1].id == history[-1].id, "the last message was dropped"
+    systems = [m for m in history if is_system(m)]
+    assert [m for m in out if is_system(m)] == systems
+    assert all(any(k is m for k in out) for m in systems), "a system message was rewritten"
+    assert not broken_pairs(out)
+    _reasoning(history, out, pipeline)
+    last_unit = group_units(history)[-1]
+    kept_ids = {m.id for m in out}
+    assert all(history[i].id in kept_ids for i in range(*last_unit)), "the newest unit was split"
+
+
 @given(conversations(), st.integers(0, 8))
 def test_the_head_found_without_splitting_is_the_split_head(
     history: list[BaseMessage], head_count: int

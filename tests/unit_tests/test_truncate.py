@@ -5,7 +5,8 @@ from invariants import assert_pairs_kept, snapshot
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_context_pipeline import estimate_tokens, hard_truncate
-from langchain_context_pipeline.references import span_ref
+from langchain_context_pipeline._trim import cut_json
+from langchain_context_pipeline.references import message_ref, span_ref
 
 
 def long_history(n: int = 30, size: int = 2000) -> list[BaseMessage]:
@@ -137,3 +138,43 @@ def test_an_oversized_message_is_cut_by_its_own_density(text: str) -> None:
     out = hard_truncate(messages, threshold=1000)
     assert 700 <= estimate_tokens(out) <= 1000
     assert out[0].id == "task" and "chars trimmed" in str(out[0].content)
+
+
+def test_arguments_cut_to_nothing_still_name_their_original() -> None:
+    """The last resort replaces each call's arguments by one marker naming the message.
+
+    Nested arguments under a budget that leaves them almost no room used to come
+    out as ``{"": {"": [""]}}``: keys and values cut to nothing, no marker, no
+    reference, and distinct keys merged.
+    """
+    call = AIMessage(
+        "calling",
+        id="a1",
+        tool_calls=[
+            {"name": "edit", "args": {"old_str": {"nested": ["日本 " * 400]}}, "id": "c1"},
+            {"name": "find", "args": {"query": {"nested": ["x" * 3000]}, "n": 2}, "id": "c2"},
+        ],
+    )
+    history: list[BaseMessage] = [
+        SystemMessage("s " * 400, id="s"),
+        HumanMessage("task", id="t"),
+        call,
+        ToolMessage("ok", tool_call_id="c1", id="r1"),
+        ToolMessage("ok", tool_call_id="c2", id="r2"),
+    ]
+    budget = estimate_tokens([m for m in history if m is not call]) + 60
+    out = hard_truncate(history, threshold=budget, head_count=2)
+    assert estimate_tokens(out) <= budget
+    (kept,) = [m for m in out if m.id == "a1"]
+    assert isinstance(kept, AIMessage)
+    for tool_call in kept.tool_calls:
+        (value,) = tool_call["args"].values()
+        assert f"ref={message_ref(call)}" in value
+    assert hard_truncate(out, threshold=budget, head_count=2) == out  # a fixed point
+
+
+def test_cut_keys_never_merge_two_entries() -> None:
+    value = {"k" * 50 + "a": 1, "k" * 50 + "b": 2}
+    out = cut_json(value, 8)
+    assert len(out) == len(value)
+    assert cut_json(out, 8) == out
