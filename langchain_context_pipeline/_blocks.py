@@ -186,15 +186,47 @@ def pair_results(messages: Sequence[BaseMessage]) -> dict[int, list[int]]:
     last_call: dict[str, int] = {}
     pairs: dict[int, list[int]] = {}
     for index, message in enumerate(messages):
-        for cid in result_ids(message):
+        # A ToolMessage answers and makes no call; an AIMessage makes calls and
+        # answers none; any other message with string content does neither.
+        if isinstance(message, AIMessage):
+            answers: list[str] = []
+        elif isinstance(message, ToolMessage):
+            cid = message.tool_call_id
+            answers = [cid] if isinstance(cid, str) and cid else []
+        elif isinstance(message.content, str):
+            continue
+        else:
+            answers = result_ids(message)
+        for cid in answers:
             stack = open_calls.get(cid)
             start = stack.pop() if stack else last_call.get(cid)
             if start is not None:
                 pairs.setdefault(index, []).append(start)
-        for cid in call_ids(message):
-            open_calls.setdefault(cid, []).append(index)
-            last_call[cid] = index
+        if isinstance(message, AIMessage):
+            for cid in _listed_call_ids(message):
+                open_calls.setdefault(cid, []).append(index)
+                last_call[cid] = index
     return pairs
+
+
+def _listed_call_ids(message: AIMessage) -> list[str]:
+    """Return :func:`call_ids` of an AIMessage, reading only ``tool_calls`` when it can.
+
+    With string content, no invalid tool calls and no OpenAI-style raw calls (the
+    common case), the ids are those of ``tool_calls`` alone.
+    """
+    calls = message.tool_calls
+    if (
+        isinstance(message.content, str)
+        and not message.invalid_tool_calls
+        and not isinstance(message.additional_kwargs.get("tool_calls"), list)
+    ):
+        if not calls:
+            return []
+        if len(calls) == 1:
+            cid = calls[0].get("id")
+            return [cid] if isinstance(cid, str) and cid else []
+    return call_ids(message)
 
 
 def _cut_arguments(value: Any, cut: Callable[[Any], Any]) -> Any:

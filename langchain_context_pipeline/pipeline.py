@@ -24,7 +24,7 @@ from langchain_context_pipeline._coerce import coerce_messages
 from langchain_context_pipeline._meter import Meter
 from langchain_context_pipeline._model_call import Reply, SummaryRequest, adrive, drive
 from langchain_context_pipeline._runnable import MessagesRunnable
-from langchain_context_pipeline._units import Split
+from langchain_context_pipeline._units import Split, head_end
 from langchain_context_pipeline.carried import CarriedSummary
 from langchain_context_pipeline.condenser import Condenser, CondenseStats
 from langchain_context_pipeline.errors import BudgetError
@@ -248,6 +248,12 @@ class ContextPipeline(MessagesRunnable):
         else:
             tokens = int(self.token_counter(messages))
         report.tokens_before = tokens
+        if tokens <= limit and (carried is None or not carried.verified):
+            # Nothing to compress and no summary to put in: the list itself, whose
+            # stable prefix is its head (no need to split it into units).
+            report.tokens_after = tokens
+            report.stable_prefix = head_end(messages, self.settings.head_count)
+            return CompressionResult(messages, report, None)
         where = Split.of(messages, self.settings.head_count)
         covered = self._covered(messages, where, carried)
         has_model = self.condenser is not None and self.condenser.model is not None

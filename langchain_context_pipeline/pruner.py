@@ -170,10 +170,25 @@ class Pruner(MessagesRunnable):
         for index, message in enumerate(messages):
             if isinstance(message, AIMessage):
                 calls.update(call_index(message))
-            if start <= index < stop and index not in where.systems:
+            if start <= index < stop and index not in where.systems and self._may_change(message):
                 message = self._prune_remembered(message, calls, stats)
             out.append(message)
         return out, stats
+
+    def _may_change(self, message: BaseMessage) -> bool:
+        """Whether pruning could change ``message``; False is certain, True is not.
+
+        Only tool results (ToolMessages, or result blocks in other messages' block
+        content) and AI messages are pruned, and a ToolMessage only when longer than
+        ``tool_output_limit``: a shorter one, or a message of string content that is
+        neither, is left as it is without snapshotting it for the memo (which would
+        cost more than this check).
+        """
+        if isinstance(message, ToolMessage):
+            images = count_images(message)
+            size = len(message_text(message)) + images * IMAGE_TOKENS * 4
+            return size > self.settings.tool_output_limit
+        return isinstance(message, AIMessage) or not isinstance(message.content, str)
 
     def _prune_remembered(
         self, message: BaseMessage, calls: Mapping[str, tuple[str, Any]], stats: PruneStats

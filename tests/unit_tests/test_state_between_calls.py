@@ -385,3 +385,43 @@ def test_a_hung_async_only_summarizer_under_compress_times_out_and_is_cancelled(
     assert "SummaryTimeoutError" in (result.report.condense.failure or "")
     # The coroutine does not outlive the timeout: it is cancelled on the private loop.
     assert cancelled.wait(10)
+
+
+@pytest.mark.parametrize(
+    ("before", "after"), [(1, True), (0, False), (1, 1.0), (0.0, -0.0), (True, 1.0)]
+)
+def test_a_number_replaced_by_an_equal_one_of_another_kind_is_seen(
+    before: object, after: object
+) -> None:
+    # 1 == True == 1.0 and 0.0 == -0.0, but each is sent differently: the memo must
+    # not hand out the copy it pruned from the old value.
+    def history() -> list[BaseMessage]:
+        call = {"name": "write", "args": {"n": before, "content": "x = 1\n" * 400}, "id": "c1"}
+        return [
+            HumanMessage("task", id="h"),
+            AIMessage("ok", tool_calls=[call], id="a"),
+            ToolMessage("done", tool_call_id="c1", id="t"),
+            HumanMessage("next " * 600, id="h2"),
+        ]
+
+    settings = {"threshold": 900, "tail_budget": 400}
+    pipeline = ContextPipeline(**settings)
+    messages = history()
+    first = pipeline.compress(messages)
+    assert first.messages[1] is not messages[1]  # pruned: a copy the memo remembers
+    messages[1].tool_calls[0]["args"]["n"] = after  # type: ignore[attr-defined]
+    again = pipeline.compress(messages)
+    fresh = ContextPipeline(**settings).compress(messages)
+    value = again.messages[1].tool_calls[0]["args"]["n"]  # type: ignore[attr-defined]
+    assert type(value) is type(after) and repr(value) == repr(after)
+    assert snapshot(again.messages) == snapshot(fresh.messages)
+
+
+def test_only_what_pruning_could_change_is_remembered() -> None:
+    # Short tool results and human messages are left as they are without a snapshot
+    # in the memo; a bulky result and an AI message are remembered.
+    pipeline = ContextPipeline(threshold=2000, tail_budget=700)
+    messages = bulky_history()
+    messages.insert(4, ToolMessage("ok", tool_call_id="c1", id="t2"))
+    pipeline.compress(messages)
+    assert set(pipeline.pruner._memo) == {id(messages[2]), id(messages[3])}
