@@ -18,6 +18,20 @@ ROOT = Path(__file__).resolve().parents[1]
 # test_properties.py, or ``file::test`` of another module of tests/unit_tests)
 MUTANTS = [
     (
+        "references: truncation returns an equal copy of what it cannot cut",
+        "truncate.py",
+        "    return message if out == message else out",
+        "    return out",
+        "test_truncate.py::test_a_message_nothing_can_cut_is_kept_as_the_callers_object",
+    ),
+    (
+        "references: arguments cut to nothing lose their marker",
+        "_trim.py",
+        "    return cut_call_arguments(message, lambda value: marker if value else value)",
+        "    return cut_call_arguments(message, lambda value: cut_json(value, 0))",
+        "test_truncate.py::test_arguments_cut_to_nothing_still_name_their_original",
+    ),
+    (
         "budget: no cutting of kept messages",
         "truncate.py",
         "    if used > budget:",
