@@ -257,33 +257,32 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
             return self.store, None
         return store, thread_of(config)
 
-    def _run(self, state: Any) -> dict[str, Any]:
+    def _start(self, state: Any) -> tuple[list[BaseMessage], Any, Calibration, dict[str, Any]]:
+        """Read the state: messages, what is stored, calibration and the call's arguments.
+
+        The arguments of the pipeline's call are the same for sync and async.
+        """
         messages, stored, carried = self._read(state)
         calibration = self._calibration(state, messages)
-        result = compress_traced(
-            self.pipeline,
-            messages,
-            carried_summary=carried,
-            reserved_tokens=self.reserved_tokens,
-            threshold=self._threshold(calibration),
-            over_budget=self._over_budget,
-        )
+        args = {
+            "carried_summary": carried,
+            "reserved_tokens": self.reserved_tokens,
+            "threshold": self._threshold(calibration),
+            "over_budget": self._over_budget,
+        }
+        return messages, stored, calibration, args
+
+    def _run(self, state: Any) -> dict[str, Any]:
+        messages, stored, calibration, args = self._start(state)
+        result = compress_traced(self.pipeline, messages, **args)
         store, thread = self._archive() if result.messages is not messages else (None, None)
         if store is not None:
             result = archive_originals(store, thread, messages, result)
         return self._finish(messages, stored, calibration, result)
 
     async def _arun(self, state: Any) -> dict[str, Any]:
-        messages, stored, carried = self._read(state)
-        calibration = self._calibration(state, messages)
-        result = await acompress_traced(
-            self.pipeline,
-            messages,
-            carried_summary=carried,
-            reserved_tokens=self.reserved_tokens,
-            threshold=self._threshold(calibration),
-            over_budget=self._over_budget,
-        )
+        messages, stored, calibration, args = self._start(state)
+        result = await acompress_traced(self.pipeline, messages, **args)
         store, thread = self._archive() if result.messages is not messages else (None, None)
         if store is not None:
             result = await aarchive_originals(store, thread, messages, result)
