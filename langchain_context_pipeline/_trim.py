@@ -78,7 +78,8 @@ def _cut(value: Any, limit: int, depth: int, ref: str = "") -> tuple[Any, int]:
         entries: list[tuple[Any, Any, int]] = []
         taken: set[Any] = set()
         for key, item in value.items():
-            new_key = cut_end(key, limit) if isinstance(key, str) else key
+            # A key keeps one char at least: the "…" of a cut dict's marker survives.
+            new_key = cut_end(key, max(limit, 1)) if isinstance(key, str) else key
             while new_key in taken:  # a cut key never merges two entries into one
                 new_key = f"{new_key}#{len(taken)}"
             taken.add(new_key)

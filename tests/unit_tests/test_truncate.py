@@ -178,6 +178,11 @@ def test_cut_keys_never_merge_two_entries() -> None:
     out = cut_json(value, 8)
     assert len(out) == len(value)
     assert cut_json(out, 8) == out
+    # At limit 0 too, and a cut dict's marker key stays a fixed point.
+    for limit in (0, 1):
+        many = cut_json({f"key{i}": "x" * 40 for i in range(9)}, limit)
+        assert "…" in many and cut_json(many, limit) == many
+        assert len(cut_json(value, limit)) == len(value)
 
 
 def test_a_message_nothing_can_cut_is_kept_as_the_callers_object() -> None:
