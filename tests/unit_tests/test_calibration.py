@@ -6,21 +6,19 @@ from __future__ import annotations
 import json
 import logging
 import sqlite3
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import pytest
 import quicktok
+from fakes import Call, ReplyingChatModel
 from hypothesis import given
 from hypothesis import strategies as st
 from langchain.agents.middleware.types import ExtendedModelResponse, ModelRequest, ModelResponse
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, GenericFakeChatModel, LanguageModelInput
+from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
-from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool, tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.checkpoint.sqlite import SqliteSaver
@@ -364,7 +362,7 @@ def schema_tokens(tools: Sequence[dict[str, Any]]) -> int:
     return len(CL100K.encode_ordinary(json.dumps(list(tools), ensure_ascii=False))) if tools else 0
 
 
-class ChatTrueUsage(BaseChatModel):
+class ChatTrueUsage(ReplyingChatModel):
     """Reads one chapter a call for ``steps`` calls, then answers.
 
     Every reply reports in ``usage_metadata["input_tokens"]`` the true cl100k count of
@@ -373,6 +371,7 @@ class ChatTrueUsage(BaseChatModel):
     another provider's name.
     """
 
+    llm_type = "true-usage"
     model_name: str = "stub-cl100k"
     steps: int = 60
     start: int = 0
@@ -380,34 +379,21 @@ class ChatTrueUsage(BaseChatModel):
     requests: list[tuple[list[BaseMessage], int]] = Field(default_factory=list)
     _calls: int = PrivateAttr(default=0)
 
-    @property
-    def _llm_type(self) -> str:
-        return "true-usage"
-
-    def bind_tools(
-        self,
-        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
-        *,
-        tool_choice: Any = None,
-        **kwargs: Any,
-    ) -> Runnable[LanguageModelInput, AIMessage]:
-        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
-
-    def _reply(self, messages: list[BaseMessage], kwargs: dict[str, Any]) -> AIMessage:
-        tokens = true_tokens(messages) + schema_tokens(kwargs.get("tools") or [])
+    def _reply(self, messages: list[BaseMessage], call: Call) -> AIMessage:
+        tokens = true_tokens(messages) + schema_tokens(call.kwargs.get("tools") or [])
         self.requests.append((list(messages), tokens))
         step = self.start + self._calls
         self._calls += 1
         if step >= self.steps:
             reply = AIMessage("全部读完了：每一章都讲上下文管道。")
         else:
-            call = {
+            tool_call = {
                 "name": "read_chapter",
                 "args": {"path": f"docs/第{step}章.md"},
                 "id": f"c{step}",
                 "type": "tool_call",
             }
-            reply = AIMessage(f"我来读第{step}章。", tool_calls=[call])
+            reply = AIMessage(f"我来读第{step}章。", tool_calls=[tool_call])
         other = self.usage == "other"
         reply.response_metadata = {
             "model_provider": "anthropic" if other else "trueusage",
@@ -421,24 +407,6 @@ class ChatTrueUsage(BaseChatModel):
                 "total_tokens": count + 8,
             }
         return reply
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=self._reply(messages, kwargs))])
-
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=self._reply(messages, kwargs))])
 
 
 def hook_agent(model: ChatTrueUsage, counter: Any, checkpointer: Any) -> tuple[Any, Any]:

@@ -21,8 +21,8 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import pytest
+from fakes import Call, ReplyingChatModel
 from invariants import snapshot
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -31,7 +31,6 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
-from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import RunnableLambda
 
 from langchain_context_pipeline import DIGEST, ContextPipeline, estimate_tokens
@@ -303,23 +302,18 @@ class ReturnsAwaitable:
         return async_summarize(prompt)
 
 
-class AsyncOnlyChatModel(BaseChatModel):
-    """A chat model with only an async implementation (``_generate`` is not implemented)."""
+class AsyncOnlyChatModel(ReplyingChatModel):
+    """A chat model with only an async implementation (its sync ``_reply`` is not implemented)."""
 
+    llm_type = "async-only"
     loops: list[int] = []  # noqa: RUF012 - pydantic copies the default
 
-    @property
-    def _llm_type(self) -> str:
-        return "async-only"
-
-    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+    def _reply(self, messages: list[BaseMessage], call: Call) -> str:
         raise NotImplementedError("this model is async only")
 
-    async def _agenerate(
-        self, messages: list[BaseMessage], *args: Any, **kwargs: Any
-    ) -> ChatResult:
+    async def _areply(self, messages: list[BaseMessage], call: Call) -> str:
         self.loops.append(id(asyncio.get_running_loop()))
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(ASYNC_SUMMARY))])
+        return ASYNC_SUMMARY
 
 
 def async_only_models() -> list[Any]:
