@@ -17,16 +17,33 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
-from benchmarks.data import QUICK_TRANSCRIPTS, Transcript, load_transcripts
+from benchmarks.data import (
+    CORPUS_CHUNK,
+    CORPUS_WINDOWS,
+    QUICK_CORPUS,
+    QUICK_TRANSCRIPTS,
+    Transcript,
+    load_corpus,
+    load_transcripts,
+)
 from benchmarks.fake import CAP_CHARS, SHARE
 from benchmarks.metrics import CACHED_PRICE, OUTPUT_PRICE, RunStats, percentile
+from benchmarks.real_tokens import (
+    QUICK_TOKENIZERS,
+    REPLY_PRIMING,
+    TOKENIZERS,
+    RealTokenCounter,
+    load_tokenizers,
+)
 from benchmarks.replay import WindowResult, replay
 from benchmarks.scaling import SIZES, measure
 from benchmarks.strategies import STRATEGIES, _OursPipeline
 from benchmarks.targets import evaluate
+from langchain_context_pipeline.tokens import MESSAGE_OVERHEAD_TOKENS
 
 WINDOWS = (32_000, 16_000)
 QUICK_WINDOWS = (16_000,)
+QUICK_CORPUS_WINDOWS = (4_000,)
 PACKAGES = (
     "langchain-context-pipeline",
     "langchain-core",
@@ -35,6 +52,7 @@ PACKAGES = (
     "langmem",
     "deepagents",
     "tiktoken",
+    "quicktok-v1",
     "pydantic",
 )
 ROOT = Path(__file__).resolve().parent.parent
@@ -126,8 +144,13 @@ def _git() -> dict[str, Any]:
     return {"commit": commit, "dirty": bool(dirty)}
 
 
-def stats_dict(stats: RunStats, base: RunStats, tiktoken: bool) -> dict[str, Any]:
-    """Flatten one RunStats, with its cost as a share of ``base`` (no management)."""
+def stats_dict(
+    stats: RunStats, base: RunStats, tiktoken: bool, real: bool = False
+) -> dict[str, Any]:
+    """Flatten one RunStats, with its cost as a share of ``base`` (no management).
+
+    ``real``: whether the requests were counted by real tokenizers (``real_tokens``).
+    """
     cost = stats.cost()
     base_cost = base.cost()
     uncached = stats.input_tokens - stats.cached_tokens
@@ -181,6 +204,8 @@ def stats_dict(stats: RunStats, base: RunStats, tiktoken: bool) -> dict[str, Any
             "samples": len(stats.overhead_us),
         },
     }
+    if real:
+        out["real_tokens"] = stats.real.as_dict()
     if tiktoken:
         tk_cost = stats.cost(tiktoken=True)
         tk_base = base.cost(tiktoken=True)
@@ -210,16 +235,16 @@ def _stage_tally(result: WindowResult) -> dict[str, dict[str, int]]:
     return out
 
 
-def window_dict(result: WindowResult, tiktoken: bool) -> dict[str, Any]:
+def window_dict(result: WindowResult, tiktoken: bool, real: bool = False) -> dict[str, Any]:
     """Everything measured at one window."""
     base_runs = result.runs["none"]
     base_total = result.total("none")
     totals = {}
     per_transcript: dict[str, dict[str, Any]] = {}
     for key, runs in result.runs.items():
-        totals[key] = stats_dict(result.total(key), base_total, tiktoken)
+        totals[key] = stats_dict(result.total(key), base_total, tiktoken, real)
         per_transcript[key] = {
-            name: stats_dict(stats, base_runs[name], tiktoken) for name, stats in runs.items()
+            name: stats_dict(stats, base_runs[name], tiktoken, real) for name, stats in runs.items()
         }
     return {
         "window": result.window,
@@ -242,8 +267,20 @@ def collect(
     with_scaling: bool = True,
     progress: Callable[[str], None] | None = None,
     command: str | None = None,
+    real_tokenizers: Sequence[str] | None = None,
+    corpus_names: Sequence[str] | None = None,
+    corpus_windows: Sequence[int] | None = None,
+    with_corpus: bool = True,
 ) -> dict[str, Any]:
-    """Run the replay (and the scaling measurements) and return every figure."""
+    """Run the replay (and the scaling measurements) and return every figure.
+
+    ``real_tokenizers``: the ``quicktok`` encodings every request is counted by
+    (default: cl100k_base, o200k_base, llama3, qwen3; cl100k_base alone when
+    ``quick``; empty: none). ``with_corpus`` also replays the token corpus's
+    conversations (``corpus_names``, default all, a few when ``quick``) at
+    ``corpus_windows`` (default 8k, 4k and 2k, 4k when ``quick``), for the overflow
+    table only.
+    """
     began = time.perf_counter()
     say = progress or (lambda _msg: None)
     if names is None and quick:
@@ -257,6 +294,10 @@ def collect(
         with_tiktoken = not quick
     second, tiktoken_note = load_tiktoken() if with_tiktoken else (None, "not measured")
     say(f"{len(transcripts)} transcripts, windows {list(windows)}; tiktoken: {tiktoken_note}")
+    if real_tokenizers is None:
+        real_tokenizers = QUICK_TOKENIZERS if quick else TOKENIZERS
+    real, real_note = load_real(real_tokenizers)
+    say(f"real tokens: {real_note}")
 
     out: dict[str, Any] = {
         "meta": {
@@ -265,6 +306,13 @@ def collect(
             "quick": quick,
             "machine": machine(),
             "tiktoken": {"measured": second is not None, "note": tiktoken_note},
+            "real_tokens": {
+                "measured": real is not None,
+                "note": real_note,
+                "tokenizers": list(real.names) if real is not None else [],
+                "message_overhead": MESSAGE_OVERHEAD_TOKENS,
+                "reply_priming": REPLY_PRIMING,
+            },
             "wall_s": {},
         },
         "config": {
@@ -290,8 +338,8 @@ def collect(
         "windows": {},
     }
     for window in windows:
-        result = replay(transcripts, window, second, STRATEGIES, progress=say)
-        out["windows"][str(window)] = window_dict(result, second is not None)
+        result = replay(transcripts, window, second, STRATEGIES, progress=say, real=real)
+        out["windows"][str(window)] = window_dict(result, second is not None, real is not None)
         out["meta"]["wall_s"][f"replay_{window}"] = round(result.wall_s, 1)
         for strategy in result.strategies:
             entry = out["config"]["strategies"].setdefault(
@@ -305,6 +353,41 @@ def collect(
                 },
             )
             entry["calls"][str(window)] = strategy.describe()
+            entry["own_counter"] = strategy.own_counter
+    if with_corpus and real is not None:
+        t0 = time.perf_counter()
+        if corpus_names is None and quick:
+            corpus_names = QUICK_CORPUS
+        if corpus_windows is None:
+            corpus_windows = QUICK_CORPUS_WINDOWS if quick else CORPUS_WINDOWS
+        corpus = load_corpus(names=tuple(corpus_names) if corpus_names is not None else None)
+        say(f"corpus: {len(corpus)} conversations, windows {list(corpus_windows)}")
+        out["corpus"] = {
+            "conversations": [
+                {"name": t.name, "messages": len(t.raw), "requests": len(t.request_ends)}
+                for t in corpus
+            ],
+            "chunk_chars": CORPUS_CHUNK,
+            "windows": {
+                # Only overflows are read here: no timing, so no collection per conversation.
+                str(w): corpus_dict(
+                    replay(
+                        corpus,
+                        w,
+                        None,
+                        STRATEGIES,
+                        progress=say,
+                        real=real,
+                        collect_garbage=False,
+                    )
+                )
+                for w in corpus_windows
+            },
+        }
+        out["meta"]["wall_s"]["corpus"] = round(time.perf_counter() - t0, 1)
+    if real is not None:
+        out["meta"]["real_tokens"]["distinct_messages"] = real.distinct_messages
+        out["meta"]["real_tokens"]["tokenize_s"] = round(real.tokenize_s, 1)
     if with_scaling:
         t0 = time.perf_counter()
         sizes = measure(
@@ -318,6 +401,63 @@ def collect(
     out["targets"] = evaluate(out)
     out["meta"]["wall_s"]["total"] = round(time.perf_counter() - began, 1)
     return out
+
+
+def load_real(names: Sequence[str]) -> tuple[RealTokenCounter | None, str]:
+    """Return a real-token counter for the ``quicktok`` encodings ``names``, or None and why not."""
+    if not names:
+        return None, "not measured"
+    try:
+        import quicktok  # type: ignore[import-untyped, unused-ignore]
+
+        counter = RealTokenCounter(load_tokenizers(names))
+    except (ImportError, ValueError) as exc:
+        return None, f"not measured: {exc}"
+    version = getattr(quicktok, "__version__", None) or importlib.metadata.version("quicktok-v1")
+    return counter, f"quicktok {version}: " + ", ".join(names)
+
+
+def corpus_dict(result: WindowResult) -> dict[str, Any]:
+    """The corpus replay at one window: overflow figures per strategy, in total and by kind.
+
+    ``by_kind[kind][strategy]`` is the largest of the strategy's overflow counts over
+    the tokenizers, on that kind's conversations; ``ours_overflowing`` names the
+    conversations where one of our budgeted strategies went over by any tokenizer or
+    its own estimate.
+    """
+    totals: dict[str, Any] = {}
+    by_kind: dict[str, dict[str, int]] = {}
+    overflowing: list[dict[str, Any]] = []
+    ours = {s.key for s in result.strategies if s.ours and s.budgeted}
+    for key, runs in result.runs.items():
+        t = result.total(key)
+        totals[key] = {
+            "requests": t.requests,
+            "overflows": t.overflows,
+            "max_input": t.max_input,
+            "orphans": t.orphans,
+            "unanswered": t.unanswered,
+            "task_lost": t.task_lost,
+            "errors": t.errors,
+            "real_tokens": t.real.as_dict(),
+        }
+        for name, stats in runs.items():
+            kind = name.split("__", 1)[0]
+            worst = max(stats.real.overflows.values(), default=0)
+            row = by_kind.setdefault(kind, {})
+            row[key] = row.get(key, 0) + worst
+            if key in ours and (worst or stats.real.own_overflows):
+                overflowing.append({"strategy": key, "conversation": name, **stats.real.as_dict()})
+    return {
+        "window": result.window,
+        "tail_budget": result.window // 4,
+        "wall_s": round(result.wall_s, 1),
+        "requests": result.total("none").requests,
+        "totals": totals,
+        "by_kind": dict(sorted(by_kind.items())),
+        "ours_overflowing": overflowing,
+        "errors": result.error_samples,
+    }
 
 
 def scaling_dict(sizes: list[Any]) -> dict[str, Any]:

@@ -83,3 +83,71 @@ def load_transcripts(
             raise ValueError(f"{found[name]}: expected a JSON list of messages")
         out.append(Transcript(name=name, raw=raw))
     return out
+
+
+CORPUS_DIR = Path(__file__).resolve().parent.parent / "tests" / "data" / "token_corpus"
+"""The token corpus: multilingual, CJK, code, JSON, logs, base64 (sources in its NOTICE.md)."""
+
+CORPUS_WINDOWS = (8_000, 4_000, 2_000)
+"""Windows for the corpus conversations: the largest is about 34k tokens by the estimate
+(21k by cl100k), so at the transcripts' windows almost every request would fit; the
+multilingual and CJK samples are at most about 3k real tokens, so only 2k puts some
+of them over the window."""
+
+QUICK_CORPUS = (
+    "multilingual__ar_news",
+    "cjk__zh_chat",
+    "json__records_minified",
+    "base64__random_bytes",
+)
+"""A few corpus conversations for the quick run: Arabic, Chinese, JSON, base64."""
+
+CORPUS_CHUNK = 6000
+"""Characters of the sample per tool result."""
+
+
+def corpus_conversation(name: str, text: str) -> list[dict[str, Any]]:
+    """Turn one corpus sample into an agent conversation, as OpenAI-style dicts.
+
+    The same conversation ``tests/unit_tests/test_real_token_budget.py`` builds:
+    a task, then per 6,000-character piece an assistant message (the piece's first
+    300 characters) calling ``read_file`` and the piece as its result, then a user
+    message with the sample's last 400 characters.
+    """
+    raw: list[dict[str, Any]] = [{"role": "user", "content": f"Work through {name}."}]
+    for i, start in enumerate(range(0, len(text), CORPUS_CHUNK)):
+        call = {
+            "id": f"c{i}",
+            "type": "function",
+            "function": {"name": "read_file", "arguments": json.dumps({"path": f"{name}/{i}"})},
+        }
+        raw.append(
+            {"role": "assistant", "content": text[start : start + 300], "tool_calls": [call]}
+        )
+        raw.append(
+            {"role": "tool", "content": text[start : start + CORPUS_CHUNK], "tool_call_id": f"c{i}"}
+        )
+    raw.append({"role": "user", "content": text[-400:]})
+    return raw
+
+
+def load_corpus(
+    folder: Path | str | None = None, names: tuple[str, ...] | list[str] | None = None
+) -> list[Transcript]:
+    """Load every ``<kind>__<name>.txt`` sample of the token corpus as a conversation, sorted.
+
+    Raises:
+        FileNotFoundError: when the folder holds no sample or a named one is missing.
+    """
+    root = Path(folder) if folder is not None else CORPUS_DIR
+    found = {p.stem: p for p in sorted(root.glob("*__*.txt"))}
+    if not found:
+        raise FileNotFoundError(f"no <kind>__<name>.txt sample in {root}")
+    wanted = list(found) if names is None else list(names)
+    missing = [n for n in wanted if n not in found]
+    if missing:
+        raise FileNotFoundError(f"corpus samples not found in {root}: {', '.join(missing)}")
+    return [
+        Transcript(name=n, raw=corpus_conversation(n, found[n].read_text(encoding="utf-8")))
+        for n in wanted
+    ]

@@ -11,6 +11,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
+from benchmarks.real_tokens import RealTokenStats
 from benchmarks.recoverable import Recoverable
 from langchain_context_pipeline.tokens import estimate_message_tokens, message_text
 
@@ -302,6 +303,8 @@ class RunStats:
     retention: Retention = field(default_factory=Retention)
     recoverable: Recoverable = field(default_factory=Recoverable)
     """What of the history the final request holds or can read back (``benchmarks.recoverable``)."""
+    real: RealTokenStats = field(default_factory=RealTokenStats)
+    """Overflows by real tokenizers and by the strategy's own estimate (``real_tokens``)."""
     overhead_us: list[float] = field(default_factory=list)
 
     def add(self, other: RunStats) -> None:
@@ -310,7 +313,7 @@ class RunStats:
             theirs = getattr(other, name)
             if name == "max_input":
                 self.max_input = max(mine, theirs)
-            elif isinstance(mine, Retention | Recoverable):
+            elif isinstance(mine, Retention | Recoverable | RealTokenStats):
                 mine.add(theirs)
             elif isinstance(mine, list):
                 mine.extend(theirs)

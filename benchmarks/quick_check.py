@@ -1,8 +1,10 @@
 """The quick benchmark as a function, for a test to call and check.
 
-``run_quick()`` replays the quick transcripts at 16k through every strategy,
-with few timing repeats and no tiktoken (no network), and returns the same dict
-the command writes as JSON. Nothing is written to disk.
+``run_quick()`` replays the quick transcripts at 16k (and four token-corpus
+conversations at 4k) through every strategy, with few timing repeats, no
+tiktoken (no network) and real tokens counted by cl100k_base alone (quicktok,
+offline), and returns the same dict the command writes as JSON. Nothing is
+written to disk.
 
 Useful keys for a test::
 
@@ -12,7 +14,10 @@ Useful keys for a test::
     totals["ours_default"]["unanswered"], totals["ours_default"]["errors"]
     out["scaling"]["sizes"][0]["noop_returns_same_list"]
     out["targets"]  # rows with "met"
-    invariants(out)  # [] when ours never overflowed, orphaned, left a call or raised
+    totals["ours_default"]["real_tokens"]["overflows"]["cl100k_base"]
+    out["corpus"]["windows"]["4000"]["totals"]["ours_condense"]["real_tokens"]
+    invariants(out)  # [] when ours never overflowed (by the estimate or cl100k_base),
+                     # orphaned, left a call or raised
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ from benchmarks.metrics import (
     retention,
     task_text,
 )
+from benchmarks.real_tokens import RealTokenCounter, RealTokenStats
 from benchmarks.recoverable import recoverable
 from benchmarks.strategies import STRATEGIES, Strategy
 
@@ -51,14 +52,20 @@ def replay_one(
     transcript: Transcript,
     second: Callable[[Sequence[BaseMessage]], int] | None,
     errors: list[str],
+    real: RealTokenCounter | None = None,
 ) -> RunStats:
-    """Replay one transcript through one strategy; return its measurements."""
+    """Replay one transcript through one strategy; return its measurements.
+
+    With ``real``, each request is also counted by real tokenizers and by the
+    strategy's own counter (``stats.real``).
+    """
     messages = transcript.messages()
     strategy.start()
     strategy.fake.reset()
     counter = Counter(second)
     history_counter = Counter()
     stats = RunStats()
+    stats.real = RealTokenStats(own_counter=strategy.own_counter)
     task = task_text(messages)
     previous: list[Fingerprint] = []
     model_input: list[BaseMessage] = []
@@ -103,6 +110,13 @@ def replay_one(
         stats.max_input = max(stats.max_input, total)
         if total > strategy.window:
             stats.overflows += 1
+        if real is not None:
+            own = (
+                real.own(strategy.own_counter, model_input, fps)
+                if strategy.own_counter is not None
+                else None
+            )
+            stats.real.record(strategy.window, real.request(model_input, fps), own)
         orphans, unanswered = check_pairs(model_input)
         stats.orphans += orphans
         stats.unanswered += unanswered
@@ -135,8 +149,17 @@ def replay(
     second: Callable[[Sequence[BaseMessage]], int] | None = None,
     strategies: Sequence[type[Strategy]] = STRATEGIES,
     progress: Callable[[str], None] | None = None,
+    real: RealTokenCounter | None = None,
+    collect_garbage: bool = True,
 ) -> WindowResult:
-    """Replay ``transcripts`` through ``strategies`` at ``window`` tokens."""
+    """Replay ``transcripts`` through ``strategies`` at ``window`` tokens.
+
+    ``real`` (one for the whole run, so each distinct message is tokenized once)
+    adds the overflows by real tokenizers and by each strategy's own counter.
+    ``collect_garbage``: run a full collection before each transcript, so that no
+    strategy's overhead pays for another's garbage (about 0.2 s each with the
+    peers imported; a replay that reads no timing can skip it).
+    """
     began = time.perf_counter()
     result = WindowResult(window=window)
     for cls in strategies:
@@ -147,8 +170,11 @@ def replay(
         runs: dict[str, RunStats] = {}
         t0 = time.perf_counter()
         for transcript in transcripts:
-            gc.collect()
-            runs[transcript.name] = replay_one(strategy, transcript, second, result.error_samples)
+            if collect_garbage:
+                gc.collect()
+            runs[transcript.name] = replay_one(
+                strategy, transcript, second, result.error_samples, real
+            )
         result.runs[strategy.key] = runs
         if progress is not None:
             progress(f"  {window // 1000}k {strategy.label}: {time.perf_counter() - t0:.1f} s")

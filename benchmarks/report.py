@@ -285,6 +285,132 @@ def _tiktoken(out: dict[str, Any]) -> list[str]:
     return [*lines, *_table(header, rows), ""]
 
 
+def _real_rows(
+    totals: dict[str, Any], config: dict[str, Any], tokenizers: list[str], window: int
+) -> list[list[str]]:
+    rows = []
+    for key, t in totals.items():
+        real = t.get("real_tokens")
+        if real is None:
+            continue
+        own = real["own_counter"]
+        largest = max(real["max"].values(), default=0)
+        rows.append(
+            [
+                config[key]["label"],
+                f"`{own}`" if own else "none",
+                str(real["own_overflows"]) if own else "n/a",
+                str(t["overflows"]),
+                *(f"**{real['overflows'][name]}**" for name in tokenizers),
+                f"{largest / window:.2f}x",
+            ]
+        )
+    return rows
+
+
+def _real_header(tokenizers: list[str]) -> list[str]:
+    return [
+        "strategy",
+        "its own counter",
+        "overflows by its own count",
+        "by `estimate_tokens`",
+        *tokenizers,
+        "largest real request / window",
+    ]
+
+
+def real_tokens_markdown(out: dict[str, Any]) -> str:
+    """Overflows in real tokens on the transcripts and the token corpus (printed too)."""
+    meta = out["meta"].get("real_tokens")
+    if not meta or not meta["measured"]:
+        note = meta["note"] if meta else "not measured"
+        return f"Not measured: {note}.\n"
+    config = out["config"]["strategies"]
+    tokenizers: list[str] = meta["tokenizers"]
+    lines = [
+        f"Requests above the window, counted by real tokenizers ({meta['note']}; "
+        f"{meta.get('distinct_messages', 0):,} distinct messages, each tokenized once per "
+        f"tokenizer, {meta.get('tokenize_s', 0):.0f} s), next to the strategy's own count "
+        "and the bench's `estimate_tokens`. A request's real tokens: per message, the "
+        "tokenizer's count of the parts a provider sends (`countable_parts`: string content, "
+        "text and other blocks, each tool call as name, JSON arguments and id), 1,600 per "
+        f"image, 3,000 per binary file, plus {meta['message_overhead']} tokens per message for "
+        "its role and framing (`MESSAGE_OVERHEAD_TOKENS`); plus "
+        f"{meta['reply_priming']} per request to prime the reply: what "
+        "`tests/unit_tests/test_real_token_budget.py` assumes. Own count: the counter the "
+        "strategy decides by, over the whole model input it returns (system prompt "
+        "included): `estimate_tokens` for ours and `trim_messages`, "
+        "`count_tokens_approximately` for the other peers (4 characters per token, 3 tokens "
+        "per message; `SummarizationMiddleware` counts the state without the system prompt, "
+        "so its own count here can pass the window where its check did not).",
+        "",
+    ]
+    for window, data in out["windows"].items():
+        lines += [
+            f"### Transcripts, window {_k(window)} ({data['totals']['none']['requests']} requests)",
+            "",
+        ]
+        lines += _table(
+            _real_header(tokenizers), _real_rows(data["totals"], config, tokenizers, int(window))
+        )
+        lines.append("")
+    corpus = out.get("corpus")
+    if corpus:
+        names = [c["name"] for c in corpus["conversations"]]
+        kinds = sorted({n.split("__", 1)[0] for n in names})
+        lines += [
+            f"### Token corpus: {len(names)} conversations ({', '.join(kinds)})",
+            "",
+            "Each sample of `tests/data/token_corpus/` as the real-token tests build it: a "
+            f"task, then per {corpus['chunk_chars']:,}-character piece an assistant message "
+            "(its first 300 characters) calling `read_file` and the piece as the result, then "
+            "a user message with the sample's last 400 characters. Replayed like the "
+            "transcripts at smaller windows (the largest conversation is about 34k tokens by "
+            "the estimate, 21k by cl100k_base; the multilingual and CJK ones, a single tool "
+            "result each, at most about 3k real tokens, so only the 2k window puts some of "
+            "them over).",
+            "",
+        ]
+        keys = list(config)
+        for window, data in corpus["windows"].items():
+            lines += [
+                f"#### Corpus, window {_k(window)} (tail {data['tail_budget']:,}), "
+                f"{data['requests']} requests",
+                "",
+            ]
+            lines += _table(
+                _real_header(tokenizers),
+                _real_rows(data["totals"], config, tokenizers, int(window)),
+            )
+            lines += [
+                "",
+                f"By kind of sample, window {_k(window)}: overflows by the tokenizer that "
+                "counts the most of them.",
+                "",
+            ]
+            rows = [
+                [kind] + [str(row.get(k, 0)) for k in keys] for kind, row in data["by_kind"].items()
+            ]
+            lines += _table(["kind"] + [config[k]["label"] for k in keys], rows)
+            lines.append("")
+            over = data["ours_overflowing"]
+            if over:
+                lines.append("Ours over the window:")
+                lines += [
+                    f"- {config[o['strategy']]['label']} on `{o['conversation']}`: "
+                    + ", ".join(f"{n} {o['overflows'][n]}" for n in tokenizers)
+                    + f", own count {o['own_overflows']}"
+                    for o in over
+                ]
+            else:
+                lines.append(
+                    f"Ours (budgeted) over the window at {_k(window)}: on no conversation, by "
+                    "no tokenizer and not by its own count."
+                )
+            lines.append("")
+    return "\n".join(lines)
+
+
 def _scaling(out: dict[str, Any]) -> list[str]:
     scaling = out.get("scaling")
     if not scaling:
@@ -419,6 +545,11 @@ def render(out: dict[str, Any]) -> str:
         "- Overflows: requests above the window. Orphans: tool results not right after the "
         "assistant message that called them (with only tool results in between); unanswered: "
         "calls with no result there. Both are summed over every request sent.",
+        "- Overflows in real tokens: the same requests counted again by real tokenizers "
+        "(cl100k_base, o200k_base, Llama 3 and Qwen 3 in the full run; per message the "
+        "tokenizer's count of what a provider sends plus 4 tokens of framing, plus 3 per "
+        "request, as `test_real_token_budget.py` counts), on the transcripts and on "
+        "conversations built from the token corpus, next to each strategy's own count.",
         "- Requests without the task: requests whose input lacks the first 80 characters of "
         "the first user message.",
         "- Retention, in the final request of each transcript: the share of tool-call "
@@ -440,6 +571,7 @@ def render(out: dict[str, Any]) -> str:
         calls = "; ".join(f"{_k(w)}: {c}" for w, c in s["calls"].items())
         lines.append(f"- **{s['label']}** (`{key}`): {calls}")
     lines += ["", "## Summary", "", summary_markdown(out)]
+    lines += ["## Overflows in real tokens", "", real_tokens_markdown(out)]
     lines += ["## Recoverable retention", "", recoverable_markdown(out)]
     lines += ["## Targets (issue 5)", ""]
     lines += _targets(out)

@@ -1,8 +1,11 @@
 """Command line: ``python -m benchmarks.run [--quick] [--out FILE] [--json FILE]``.
 
-The full run replays all transcripts at 32k and 16k and writes ``BENCHMARKS.md``
-and ``benchmarks/results.json``; ``--quick`` replays a few transcripts at 16k,
-with fewer timing repeats, and writes under ``benchmarks/out/`` unless told.
+The full run replays all transcripts at 32k and 16k, and the token corpus's
+conversations at 8k, 4k and 2k, counting every request by cl100k_base, o200k_base,
+Llama 3 and Qwen 3 too, and writes ``BENCHMARKS.md`` and
+``benchmarks/results.json``; ``--quick`` replays a few transcripts at 16k and a
+few corpus conversations at 4k, counts real tokens with cl100k_base alone, with
+fewer timing repeats, and writes under ``benchmarks/out/`` unless told.
 """
 
 from __future__ import annotations
@@ -11,9 +14,16 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import Any
 
 from benchmarks.collect import ROOT, collect
-from benchmarks.report import recoverable_markdown, render, summary_markdown
+from benchmarks.real_tokens import TOKENIZERS
+from benchmarks.report import (
+    real_tokens_markdown,
+    recoverable_markdown,
+    render,
+    summary_markdown,
+)
 from benchmarks.targets import TARGET_STRATEGIES
 
 
@@ -33,6 +43,14 @@ def _parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--no-scaling", action="store_true", help="skip the scaling runs")
     parser.add_argument(
+        "--tokenizers",
+        help="comma-separated quicktok encodings to count real tokens with, or 'none' "
+        f"(default: {','.join(TOKENIZERS)}; cl100k_base with --quick)",
+    )
+    parser.add_argument(
+        "--no-corpus", action="store_true", help="skip the token-corpus conversations"
+    )
+    parser.add_argument(
         "--strict",
         action="store_true",
         help="exit 1 if ours overflows, orphans a tool result or raises",
@@ -40,15 +58,29 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
-def invariant_failures(out: dict[str, object]) -> list[str]:
-    """Return what our budgeted strategies got wrong: overflows, broken pairs, errors."""
+def invariant_failures(out: dict[str, Any]) -> list[str]:
+    """Return what our budgeted strategies got wrong: overflows, broken pairs, errors.
+
+    Overflows by real tokenizers count too, for every budgeted strategy of ours, on
+    the transcripts and on the token corpus's conversations.
+    """
     failures = []
-    for window, data in out["windows"].items():  # type: ignore[attr-defined]
+    for window, data in out["windows"].items():
         for key in TARGET_STRATEGIES:
             t = data["totals"][key]
             for field in ("overflows", "orphans", "unanswered", "errors"):
                 if t[field]:
                     failures.append(f"{key} at {window}: {field} = {t[field]}")
+    config = out["config"]["strategies"]
+    ours = [k for k, s in config.items() if s["ours"] and s["budgeted"]]
+    sets = [("", out["windows"]), ("corpus ", out.get("corpus", {}).get("windows", {}))]
+    for where, windows in sets:
+        for window, data in windows.items():
+            for key in ours:
+                real = data["totals"][key].get("real_tokens") or {}
+                for name, n in real.get("overflows", {}).items():
+                    if n:
+                        failures.append(f"{key} at {where}{window}: {name} overflows = {n}")
     return failures
 
 
@@ -70,6 +102,10 @@ def main(argv: list[str] | None = None) -> int:
         with_scaling=not args.no_scaling,
         progress=lambda msg: print(msg, file=sys.stderr, flush=True),
         command=command,
+        real_tokenizers=None
+        if args.tokenizers is None
+        else [n.strip() for n in args.tokenizers.split(",") if n.strip() not in ("", "none")],
+        with_corpus=not args.no_corpus,
     )
     for path, text in (
         (out_md, render(out)),
@@ -78,6 +114,7 @@ def main(argv: list[str] | None = None) -> int:
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
     print(summary_markdown(out))
+    print(real_tokens_markdown(out))
     print(recoverable_markdown(out))
     met = sum(1 for t in out["targets"] if t["met"])
     print(f"targets met: {met} of {len(out['targets'])}")

@@ -59,6 +59,9 @@ class Strategy:
     summarises: bool = False
     budgeted: bool = True
     """Whether the strategy promises to stay within the window."""
+    own_counter: str | None = "estimate_tokens"
+    """The token counter the strategy decides by (a key of ``real_tokens.OWN_COUNTERS``);
+    None when it counts nothing."""
 
     def __init__(self, window: int, fake: FakeSummarizer) -> None:
         self.window = window
@@ -99,6 +102,7 @@ class NoManagement(Strategy):
     key = "none"
     label = "no management"
     budgeted = False
+    own_counter = None
 
     def step(self, history: list[BaseMessage], new: list[BaseMessage]) -> list[BaseMessage]:
         return self._timed(lambda: history)
@@ -213,6 +217,7 @@ def _split_system(messages: list[BaseMessage]) -> tuple[SystemMessage | None, li
 class LCSummarization(Strategy):
     key = "lc_summarization"
     label = "SummarizationMiddleware"
+    own_counter = "count_tokens_approximately"
     summarises = True
 
     def __init__(self, window: int, fake: FakeSummarizer) -> None:
@@ -255,6 +260,7 @@ class LCSummarization(Strategy):
 class LCContextEditing(Strategy):
     key = "lc_context_editing"
     label = "ContextEditingMiddleware"
+    own_counter = "count_tokens_approximately"
 
     def __init__(self, window: int, fake: FakeSummarizer) -> None:
         super().__init__(window, fake)
@@ -289,6 +295,7 @@ class LCContextEditing(Strategy):
 class LangmemSummarization(Strategy):
     key = "langmem"
     label = "langmem SummarizationNode"
+    own_counter = "count_tokens_approximately"
     summarises = True
 
     def __init__(self, window: int, fake: FakeSummarizer) -> None:
@@ -357,6 +364,7 @@ class DeepAgentsSummarization(Strategy):
 
     key = "deepagents"
     label = "deepagents (create_deep_agent default)"
+    own_counter = "count_tokens_approximately"
     summarises = True
 
     def __init__(self, window: int, fake: FakeSummarizer) -> None:

@@ -46,6 +46,9 @@ CALL_BLOCKS: dict[str, tuple[str, str]] = {
 RESULT_BLOCKS: dict[str, str] = {"tool_result": "tool_use_id", "function_call_output": "call_id"}
 """Content blocks that carry a tool result: type -> key of the call id they answer."""
 
+RESULT_CONTENT: dict[str, str] = {"tool_result": "content", "function_call_output": "output"}
+"""Content blocks that carry a tool result: type -> key of the result itself."""
+
 REASONING_BLOCKS = frozenset({"thinking", "redacted_thinking", "reasoning"})
 """Content blocks of model reasoning, kept whole or dropped whole, never edited."""
 
@@ -113,6 +116,63 @@ def result_ids(message: BaseMessage) -> list[str]:
     return _unique(ids)
 
 
+def result_parts(block: Any) -> tuple[str, list[Any]]:
+    """Return the text of a tool-result block's result and its other parts.
+
+    The result is a string, or a list of content blocks (Anthropic: text, image,
+    document...): the text is the string or its text blocks joined by newlines;
+    the other parts are the remaining blocks (or a non-string, non-list result).
+    """
+    kind = block_type(block)
+    if kind not in RESULT_CONTENT:
+        return "", []
+    value = block.get(RESULT_CONTENT[kind])
+    if value is None or isinstance(value, str):
+        return value or "", []
+    if not isinstance(value, list):
+        return "", [value]
+    texts: list[str] = []
+    others: list[Any] = []
+    for part in value:
+        if isinstance(part, str):
+            texts.append(part)
+        elif block_type(part) == "text" and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        else:
+            others.append(part)
+    return "\n".join(texts), others
+
+
+def call_index(message: BaseMessage) -> dict[str, tuple[str, Any]]:
+    """Return ``{call id: (tool name, arguments)}`` of the calls an AIMessage makes.
+
+    ``tool_calls`` first, then the calls only a content block carries (Anthropic
+    ``tool_use``, Responses ``function_call`` with its JSON ``arguments`` read,
+    v1 ``tool_call``).
+    """
+    if not isinstance(message, AIMessage):
+        return {}
+    found: dict[str, tuple[str, Any]] = {}
+    for call in message.tool_calls:
+        if call.get("id"):
+            found[call["id"] or ""] = (call["name"], call["args"])
+    if isinstance(message.content, str):
+        return found
+    for block in message.content:
+        cid = block_call_id(block)
+        if cid is None or cid in found or not isinstance(block, dict):
+            continue
+        args: Any = block.get(CALL_BLOCKS[block["type"]][1], {})
+        if isinstance(args, str):
+            try:
+                args = json.loads(args)
+            except (ValueError, RecursionError):
+                args = {"arguments": args}
+        name = block.get("name")
+        found[cid] = (name if isinstance(name, str) and name else "tool", args)
+    return found
+
+
 def pair_results(messages: Sequence[BaseMessage]) -> dict[int, list[int]]:
     """Map each message that answers a call to the index of the message making that call.
 
@@ -126,15 +186,47 @@ def pair_results(messages: Sequence[BaseMessage]) -> dict[int, list[int]]:
     last_call: dict[str, int] = {}
     pairs: dict[int, list[int]] = {}
     for index, message in enumerate(messages):
-        for cid in result_ids(message):
+        # A ToolMessage answers and makes no call; an AIMessage makes calls and
+        # answers none; any other message with string content does neither.
+        if isinstance(message, AIMessage):
+            answers: list[str] = []
+        elif isinstance(message, ToolMessage):
+            cid = message.tool_call_id
+            answers = [cid] if isinstance(cid, str) and cid else []
+        elif isinstance(message.content, str):
+            continue
+        else:
+            answers = result_ids(message)
+        for cid in answers:
             stack = open_calls.get(cid)
             start = stack.pop() if stack else last_call.get(cid)
             if start is not None:
                 pairs.setdefault(index, []).append(start)
-        for cid in call_ids(message):
-            open_calls.setdefault(cid, []).append(index)
-            last_call[cid] = index
+        if isinstance(message, AIMessage):
+            for cid in _listed_call_ids(message):
+                open_calls.setdefault(cid, []).append(index)
+                last_call[cid] = index
     return pairs
+
+
+def _listed_call_ids(message: AIMessage) -> list[str]:
+    """Return :func:`call_ids` of an AIMessage, reading only ``tool_calls`` when it can.
+
+    With string content, no invalid tool calls and no OpenAI-style raw calls (the
+    common case), the ids are those of ``tool_calls`` alone.
+    """
+    calls = message.tool_calls
+    if (
+        isinstance(message.content, str)
+        and not message.invalid_tool_calls
+        and not isinstance(message.additional_kwargs.get("tool_calls"), list)
+    ):
+        if not calls:
+            return []
+        if len(calls) == 1:
+            cid = calls[0].get("id")
+            return [cid] if isinstance(cid, str) and cid else []
+    return call_ids(message)
 
 
 def _cut_arguments(value: Any, cut: Callable[[Any], Any]) -> Any:

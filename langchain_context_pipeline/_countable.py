@@ -9,6 +9,7 @@ tool calls) and the fixed cost of its media (images, binary files, audio, video)
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
@@ -18,9 +19,11 @@ from langchain_context_pipeline._blocks import CALL_BLOCKS, block_call_id, block
 __all__ = [
     "FILE_TOKENS",
     "IMAGE_TOKENS",
+    "call_text",
     "content_parts",
     "countable_parts",
     "dumps",
+    "invalid_call_text",
 ]
 
 IMAGE_TOKENS = 1600
@@ -195,8 +198,16 @@ def countable_parts(message: BaseMessage) -> tuple[list[str], int]:
     """
     texts, fixed = content_parts(message)
     if isinstance(message, AIMessage) and (message.tool_calls or message.invalid_tool_calls):
-        for call in message.tool_calls:
-            texts.append(f"{call['name']} {dumps(call['args'])} {call.get('id') or ''}")
-        for bad in message.invalid_tool_calls:
-            texts.append(f"{bad.get('name') or ''} {bad.get('args') or ''} {bad.get('id') or ''}")
+        texts += [call_text(call) for call in message.tool_calls]
+        texts += [invalid_call_text(bad) for bad in message.invalid_tool_calls]
     return texts, fixed
+
+
+def call_text(call: Mapping[str, Any]) -> str:
+    """Return the text a tool call is counted as: its name, JSON arguments and id."""
+    return f"{call['name']} {dumps(call['args'])} {call.get('id') or ''}"
+
+
+def invalid_call_text(bad: Mapping[str, Any]) -> str:
+    """Return the text an invalid tool call is counted as: its name, raw arguments and id."""
+    return f"{bad.get('name') or ''} {bad.get('args') or ''} {bad.get('id') or ''}"

@@ -35,19 +35,26 @@ English prose and code as close to cl100k_base as these features allow; then
 rounded up. The result is finally capped at the UTF-8 length, which no byte-level
 BPE tokenizer can exceed (every token is at least one byte).
 
-Agents re-count the same strings every turn, so results are memoised (bounded
-LRU; a ``str`` caches its own hash, so a hit costs a dict lookup). Cold, the
-estimate costs about 35 ns per character; over an agent run that re-counts the
-history before every turn it costs about 1.2x ``count_tokens_approximately``
-(``benchmarks/token_ratios.md``).
+Agents re-count the same strings every turn, so results are memoised by the
+string's value (a ``str`` caches its own hash, so a hit costs a dict lookup, and a
+string cannot change under its entry). The memo is bounded by the memory of the
+strings it holds, not by their number: a history longer than a count bound would
+be looked up in order and miss on every string (least recently used is always
+the next one asked for), so the cost per message would jump from a lookup to a
+full estimate as the history grows. Cold, the estimate costs about 35 ns per
+character; over an agent run that re-counts the history before every turn it
+costs about 1.2x ``count_tokens_approximately`` (``benchmarks/token_ratios.md``).
 """
 
 from __future__ import annotations
 
 import math
-from functools import lru_cache
+import sys
+import threading
+from collections.abc import Callable, Hashable
+from typing import TypeVar
 
-__all__ = ["text_tokens"]
+__all__ = ["Memo", "text_tokens"]
 
 
 def _class_table() -> bytes:
@@ -126,8 +133,14 @@ _SCRIPT_WEIGHTS: tuple[tuple[bytes, float], ...] = (
     (b"E", 3.0),
 )
 
-_MEMO_SIZE = 4096
-"""Strings remembered. Each pins its string; agents re-count the same few hundred."""
+_MEMO_BYTES = 32 * 1024 * 1024
+"""Memory the memo may hold: its strings (as ``sys.getsizeof`` sizes them) and entries.
+
+Half of it is the young generation. A history whose distinct strings fit in that
+half is counted from the memo on every call, however many messages it has (a
+10,000-message agent history of about 12 million characters does)."""
+_ENTRY_BYTES = 100
+"""The memo's own cost per entry (dict slot, int), charged beside the string."""
 
 
 def _repeated_letters(data: bytes, size: int) -> int:
@@ -168,7 +181,72 @@ def _estimate(text: str) -> int:
     return min(math.ceil(cost), size)
 
 
-_estimate_memo = lru_cache(maxsize=_MEMO_SIZE)(_estimate)
+_Key = TypeVar("_Key", bound=Hashable)
+
+
+class Memo(dict[_Key, int]):
+    """Estimates by key (a string), bounded in bytes: two generations of plain dicts.
+
+    The memo itself is the young generation, so a hit is one C-level dict lookup
+    (``memo[text]``; :meth:`__missing__` runs only on a miss). New entries go to the
+    young generation; when it holds half the budget it becomes the old one (and the
+    previous old one is dropped). A miss that finds its string in the old generation
+    moves it back to the young one, so every string asked for again within half the
+    budget stays, without reordering anything on a hit (unlike an LRU list).
+    Thread-safe: hits read a dict; misses update the generations under a lock.
+    """
+
+    def __init__(
+        self,
+        estimate: Callable[[_Key], int],
+        budget: int,
+        sizeof: Callable[[_Key], int] = sys.getsizeof,
+    ) -> None:
+        """Memoise ``estimate`` in at most ``budget`` bytes (keys as ``sizeof`` sizes them).
+
+        A key must determine the estimate: equal keys, equal estimates.
+        """
+        super().__init__()
+        self._estimate = estimate
+        self._sizeof = sizeof
+        self._half = budget // 2
+        self._old: dict[_Key, int] = {}
+        self._young_bytes = 0
+        self._lock = threading.Lock()
+
+    def __missing__(self, key: _Key) -> int:
+        """Find ``key`` in the old generation or estimate it; remember it as young."""
+        tokens = self._old.get(key)
+        if tokens is None:
+            tokens = self._estimate(key)
+        size = self._sizeof(key) + _ENTRY_BYTES
+        if size > self._half:
+            return tokens  # larger than a generation: never held
+        with self._lock:
+            if key not in self:
+                self._old.pop(key, None)
+                if self._young_bytes + size > self._half:
+                    self._old = dict(self)
+                    self.clear()
+                    self._young_bytes = 0
+                self[key] = tokens
+                self._young_bytes += size
+        return tokens
+
+    def cache_clear(self) -> None:
+        """Forget every estimate."""
+        with self._lock:
+            self.clear()
+            self._old = {}
+            self._young_bytes = 0
+
+    @property
+    def held(self) -> int:
+        """Return how many keys are held (both generations)."""
+        return len(self) + len(self._old)
+
+
+_estimate_memo: Memo[str] = Memo(_estimate, _MEMO_BYTES)
 
 
 def text_tokens(text: str) -> int:
@@ -195,4 +273,4 @@ def text_tokens(text: str) -> int:
     """
     if not text:
         return 0
-    return _estimate_memo(text)
+    return _estimate_memo[text]

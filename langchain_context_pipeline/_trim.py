@@ -76,8 +76,13 @@ def _cut(value: Any, limit: int, depth: int, ref: str = "") -> tuple[Any, int]:
     trigger = max(4 * limit, limit + 64)
     if isinstance(value, dict):
         entries: list[tuple[Any, Any, int]] = []
+        taken: set[Any] = set()
         for key, item in value.items():
-            new_key = cut_end(key, limit) if isinstance(key, str) else key
+            # A key keeps one char at least: the "…" of a cut dict's marker survives.
+            new_key = cut_end(key, max(limit, 1)) if isinstance(key, str) else key
+            while new_key in taken:  # a cut key never merges two entries into one
+                new_key = f"{new_key}#{len(taken)}"
+            taken.add(new_key)
             new_item, size = _cut(item, limit, depth + 1, ref)
             entries.append((new_key, new_item, size + len(str(new_key)) + 4))
         total = sum(size for _, _, size in entries) + 2
@@ -147,6 +152,23 @@ def replace_text(message: BaseMessage, text: str) -> Any:
     if not placed:
         out.insert(0, {"type": "text", "text": text})
     return out
+
+
+ARGUMENTS_CUT = "…"
+"""The one key of arguments replaced whole by :func:`without_args`."""
+
+
+def without_args(message: AIMessage, ref: str = "") -> AIMessage:
+    """Return a copy of ``message`` whose every call's arguments are one marker.
+
+    The last resort of hard truncation, when even :func:`cut_json` at a small
+    limit leaves the message over its share: each non-empty argument value (every
+    copy a provider would send) becomes ``{"…": "[arguments cut ref=ab12cd34]"}``.
+    A fixed point: the marker is replaced by itself.
+    """
+    named = f" ref={ref}" if ref else ""
+    marker = {ARGUMENTS_CUT: f"[arguments cut to fit the context window{named}]"}
+    return cut_call_arguments(message, lambda value: marker if value else value)
 
 
 def with_cut_args(message: AIMessage, limit: int, ref: str = "") -> tuple[AIMessage, bool]:

@@ -17,7 +17,7 @@ from dataclasses import dataclass, replace
 
 from langchain_core.messages import BaseMessage, ChatMessage, SystemMessage
 
-from langchain_context_pipeline._blocks import pair_results
+from langchain_context_pipeline._blocks import call_ids, pair_results
 from langchain_context_pipeline._meter import Meter
 from langchain_context_pipeline.marks import WRITTEN_KINDS, pipeline_kind
 
@@ -75,6 +75,19 @@ def _head_end(messages: Sequence[BaseMessage], units: Sequence[Unit], head_count
     return end
 
 
+def head_end(messages: Sequence[BaseMessage], head_count: int) -> int:
+    """Return where the head of ``messages`` ends: ``Split.of(messages, head_count).head_end``.
+
+    When none of the first ``head_count`` messages makes a tool call, each of them is
+    a unit of its own (only a call can open a longer unit), so the head is found
+    from them alone, without pairing the whole list; otherwise the list is split.
+    """
+    first = messages[:head_count]
+    if any(call_ids(m) for m in first):
+        return Split.of(messages, head_count).head_end
+    return _head_end(messages, [(i, i + 1) for i in range(len(first))], head_count)
+
+
 @dataclass(frozen=True)
 class Split:
     """One list's units, head, tail and system messages, computed once per list."""
@@ -100,7 +113,12 @@ class Split:
         so a summary is merged, never frozen into the head.
         """
         units = tuple(group_units(messages))
-        systems = frozenset(i for i, m in enumerate(messages) if is_system(m))
+        systems = frozenset(
+            i
+            for i, m in enumerate(messages)
+            if isinstance(m, SystemMessage)  # is_system, inlined: it runs on every message
+            or (isinstance(m, ChatMessage) and m.role in _SYSTEM_ROLES)
+        )
         n = len(messages)
         return cls(units, _head_end(messages, units, head_count), n, systems, n)
 

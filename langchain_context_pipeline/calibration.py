@@ -9,22 +9,30 @@ The next call is budgeted with it: the pipeline compresses to
 ``threshold / correction`` of its own tokens.
 
 Guards (LangChain's own attempt was reverted for the first): every part of the
-request is counted (the middleware adds the system message and the tool schemas);
+request is counted (the middleware adds the system message and the tool schemas,
+the hook those it is given);
 a reply from another provider or model than the agent's, a reply without usage and
 absurd usage (not a positive integer, or more than :data:`MAX_CORRECTION` times off)
 change nothing; the correction stays within [:data:`MIN_CORRECTION`,
 :data:`MAX_CORRECTION`], so it may move down as well as up but a single reply can
 never make the budget more than twice what the content-aware estimate allows.
+
+The first measurement replaces the default at once; after it, a reply raises the
+correction as far as it measures but lowers it by :data:`MAX_DECREASE` at most. The
+ratio depends on what a request holds (a counter can be far off for one script and
+close for another), and a request that compression turned into briefs and a summary
+measures lower than the raw history that the budget it allows would let through next.
 """
 
 from __future__ import annotations
 
+import json
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 
 __all__ = [
     "CALIBRATION_STATE_KEY",
@@ -32,6 +40,8 @@ __all__ = [
     "MIN_CORRECTION",
     "Calibration",
     "model_identity",
+    "request_overhead",
+    "tools_tokens",
 ]
 
 CALIBRATION_STATE_KEY = "context_pipeline_calibration"
@@ -43,8 +53,13 @@ MAX_CORRECTION = 4.0
 """The highest correction; a reported count further off than this is ignored."""
 SAFETY_MARGIN = 1.03
 """Applied on top of the measured ratio: requests differ a little in their mix."""
+MAX_DECREASE = 0.03
+"""The most one reply lowers the correction by, once it has been measured."""
 OVERFLOW_TIGHTENING = 1.25
 """The correction grows by this factor after a context-length error that reports no sizes."""
+
+Counter = Callable[[list[BaseMessage]], int]
+"""A token counter, as :class:`~langchain_context_pipeline.tokens.TokenCounter` is."""
 
 
 def model_identity(model: Any) -> tuple[str | None, str | None]:
@@ -58,6 +73,45 @@ def model_identity(model: Any) -> tuple[str | None, str | None]:
     return (provider if isinstance(provider, str) else None), (
         name if isinstance(name, str) else None
     )
+
+
+def _tool_schema(tool: Any) -> Any:
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    try:
+        return convert_to_openai_tool(tool)
+    except Exception:  # provider built-ins and odd dicts: count what is there
+        if isinstance(tool, Mapping):
+            return dict(tool)
+        return {"name": getattr(tool, "name", repr(tool)), "description": str(tool)}
+
+
+def tools_tokens(counter: Counter, tools: Sequence[Any]) -> int:
+    """Return what the tools' schemas (as the provider receives them) cost by ``counter``."""
+    if not tools:
+        return 0
+    schemas = [_tool_schema(t) for t in tools]
+    text = json.dumps(schemas, ensure_ascii=False, sort_keys=True, default=str)
+    return int(counter([SystemMessage(text)]))
+
+
+def request_overhead(
+    counter: Counter, system_prompt: str | BaseMessage | None, tools: Sequence[Any]
+) -> int:
+    """Return the tokens a request spends beside its messages: system prompt and tools.
+
+    The pre-model hook is given them (it cannot see them), so that what it records as
+    sent is the whole request, as the provider's reported usage is.
+    """
+    tokens = tools_tokens(counter, tools)
+    if system_prompt is not None:
+        system = (
+            system_prompt
+            if isinstance(system_prompt, BaseMessage)
+            else SystemMessage(system_prompt)
+        )
+        tokens += int(counter([system]))
+    return tokens
 
 
 def _reply_identity(reply: BaseMessage) -> tuple[str | None, str | None]:
@@ -146,7 +200,10 @@ class Calibration:
         ratio = reported / self.sent
         if not 1 / MAX_CORRECTION <= ratio <= MAX_CORRECTION:
             return self, (f"reported input_tokens {reported} is absurd for {self.sent} tokens sent")
-        correction = min(max(ratio * SAFETY_MARGIN, MIN_CORRECTION), MAX_CORRECTION)
+        correction = ratio * SAFETY_MARGIN
+        if self.samples:  # down slowly: the next request may hold another mix
+            correction = max(correction, self.correction * (1 - MAX_DECREASE))
+        correction = min(max(correction, MIN_CORRECTION), MAX_CORRECTION)
         return replace(self, correction=correction, samples=self.samples + 1), None
 
     def after_overflow(self, requested: int | None, window: int | None) -> Calibration:
@@ -156,9 +213,36 @@ class Calibration:
             requested: the tokens the provider counted in the rejected request, if it said.
             window: the provider's limit, if it said.
         """
-        if requested and window and self.sent > 0:
-            # The request must shrink by requested / window at least, in our tokens too.
-            needed = self.correction * (requested / window) * SAFETY_MARGIN
-        else:
-            needed = self.correction * OVERFLOW_TIGHTENING
-        return replace(self, correction=min(max(needed, self.correction), MAX_CORRECTION))
+        return replace(
+            self,
+            correction=min(self.correction * _shrink(requested, window), MAX_CORRECTION),
+        )
+
+    def retry_budget(self, threshold: int, requested: int | None, window: int | None) -> int:
+        """Return the budget (the counter's tokens) of the retry after a context-length error.
+
+        Called on the calibration of the rejected request (its :attr:`sent`): the
+        retry is cut below the budget tightened by :meth:`after_overflow`, and below
+        what the rejected request itself sent by the same factor, since a request can
+        be rejected while under budget (a threshold above the model's real window).
+
+        Args:
+            threshold: this call's threshold, in the provider's tokens.
+            requested: the tokens the provider counted in the rejected request, if it said.
+            window: the provider's limit, if it said.
+        """
+        budget = self.after_overflow(requested, window).budget(threshold)
+        if self.sent > 0:
+            budget = min(budget, math.floor(self.sent / _shrink(requested, window)))
+        return max(1, budget)
+
+
+def _shrink(requested: int | None, window: int | None) -> float:
+    """The factor a rejected request must shrink by: its overshoot, or a fixed step.
+
+    Sizes that do not show an overshoot (a request within the window, rejected for
+    the room the reply needs) say nothing of how far to go: the fixed step applies.
+    """
+    if requested and window and requested > window:
+        return requested / window * SAFETY_MARGIN
+    return OVERFLOW_TIGHTENING

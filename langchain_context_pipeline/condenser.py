@@ -173,9 +173,11 @@ class Condenser(MessagesRunnable):
 
         Args:
             model: the summarizer: a ``BaseChatModel``, a Runnable, a callable taking
-                the prompt messages and returning text or a message, or a
-                ``"provider:model"`` name for ``init_chat_model``; ``None`` or
-                :data:`DIGEST` condenses with the deterministic digest only.
+                the prompt messages and returning text or a message (sync or
+                async: an async-only summarizer also serves :meth:`condense`, on a
+                private event loop), or a ``"provider:model"`` name for
+                ``init_chat_model``; ``None`` or :data:`DIGEST` condenses with the
+                deterministic digest only.
             settings: summary sizes, prompt, timeout and circuit breaker.
             head_count: the first N messages kept verbatim (the task), when the
                 Condenser runs on its own (the pipeline passes its split instead).

@@ -8,11 +8,17 @@ error message and is the same for the same input.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from langchain_context_pipeline._blocks import pair_results
+from langchain_context_pipeline._blocks import (
+    RESULT_BLOCKS,
+    block_type,
+    call_index,
+    pair_results,
+    result_ids,
+    result_parts,
+)
 from langchain_context_pipeline.briefs import BriefFunction, brief_for, call_target, shorten
 from langchain_context_pipeline.marks import pipeline_kind
 from langchain_context_pipeline.references import format_ref, message_ref
@@ -37,30 +43,43 @@ DIGEST = _Digest()
 """Pass as ``model=DIGEST`` to condense with the deterministic digest and no LLM."""
 
 
+def _result_texts(message: BaseMessage) -> dict[str, str]:
+    """Return ``{call id: result text}`` of what ``message`` answers, in every format."""
+    if isinstance(message, ToolMessage):
+        return {message.tool_call_id: message_text(message)}
+    if isinstance(message.content, str):
+        return {}
+    return {
+        str(block[RESULT_BLOCKS[kind]]): result_parts(block)[0]
+        for block in message.content
+        if isinstance(block, dict)
+        and (kind := block_type(block)) in RESULT_BLOCKS
+        and block.get(RESULT_BLOCKS[kind])
+    }
+
+
 def _tool_lines(
     middle: Sequence[BaseMessage], briefs: Mapping[str, BriefFunction] | None
 ) -> list[str]:
-    # Each result is credited to its own call, also when a server reuses call ids.
-    results: dict[tuple[int, str], ToolMessage] = {}
+    # Each result is credited to its own call, also when a server reuses call ids;
+    # calls and results are read in every format (Anthropic and Responses blocks too).
+    results: dict[tuple[int, str], tuple[str, bool]] = {}
     for index, starts in pair_results(middle).items():
         answer = middle[index]
-        if isinstance(answer, ToolMessage):
+        briefed = pipeline_kind(answer) == "brief"
+        for cid, text in _result_texts(answer).items():
             for start in starts:
-                results.setdefault((start, answer.tool_call_id), answer)
+                results.setdefault((start, cid), (text, briefed))
     lines: list[str] = []
     for position, message in enumerate(middle):
-        if not isinstance(message, AIMessage):
-            continue
-        for call in message.tool_calls:
-            result = results.get((position, call.get("id") or ""))
-            args: Any = call["args"]
+        for cid, (name, args) in call_index(message).items():
+            result = results.get((position, cid))
             if result is None:
-                lines.append(brief_for(call["name"], args, "", registry=briefs, limit=240))
-            elif pipeline_kind(result) == "brief":
-                lines.append(shorten(message_text(result), 240))
+                lines.append(brief_for(name, args, "", registry=briefs, limit=240))
+            elif result[1]:
+                lines.append(shorten(result[0], 240))
             else:
-                text = message_text(result)
-                lines.append(brief_for(call["name"], args, text, registry=briefs, limit=240))
+                lines.append(brief_for(name, args, result[0], registry=briefs, limit=240))
     return lines
 
 
@@ -92,20 +111,19 @@ def build_index(middle: Sequence[BaseMessage], max_chars: int, *, what: str = "c
     """
     entries: list[str] = []
     refs: list[str] = []
-    results = {m.tool_call_id: m for m in middle if isinstance(m, ToolMessage)}
+    results = {cid: m for m in middle for cid in result_ids(m)}
     for message in middle:
         if isinstance(message, HumanMessage) and not pipeline_kind(message):
             text = message_text(message).strip()
             if text:
                 entries.append("- user: " + shorten(text, 100))
                 refs.append(message_ref(message))
-        elif isinstance(message, AIMessage):
-            for call in message.tool_calls:
-                args = call["args"] if isinstance(call["args"], Mapping) else {}
-                target = call_target(args)
-                entries.append(f"- {call['name']}: {shorten(target, 100)}" if target else "")
-                # The entry names the call's result (recall gives it with the call's args).
-                refs.append(message_ref(results.get(call.get("id") or "", message)))
+        for cid, (name, call_args) in call_index(message).items():
+            args = call_args if isinstance(call_args, Mapping) else {}
+            target = call_target(args)
+            entries.append(f"- {name}: {shorten(target, 100)}" if target else "")
+            # The entry names the call's result (recall gives it with the call's args).
+            refs.append(message_ref(results.get(cid, message)))
     # A file read ten times is listed once, where it was last used, with that reference.
     newest = {entry: i for i, entry in enumerate(entries) if entry}
     order = sorted(newest, key=newest.__getitem__)

@@ -17,6 +17,16 @@ turns it does not cover no longer fit. In ``"persist"`` mode the hook rewrites
 ``messages`` itself (``RemoveMessage(id=REMOVE_ALL_MESSAGES)`` and the compressed
 list), and only when something changed.
 
+When the system messages alone exceed the budget, the ephemeral hook logs a
+warning naming the sizes and the model gets the smallest valid request (the system
+messages and the newest turn cut to its minimum, tool calls with their results),
+as the agent middleware does: only this call's view is affected, the history stays
+in ``messages``. The persist hook raises :class:`~langchain_context_pipeline.errors.BudgetError`
+instead: what it returns is written into ``messages`` for good, and the smallest
+request would replace the whole history, the task included, to work around a
+budget that no compression can meet (raise the threshold or shorten the system
+messages).
+
 The hook declares the state keys it reads, so LangGraph adds the summary key as a
 channel of any graph the hook is a node of: ``create_react_agent``'s default state
 schema works without ``state_schema=``. :class:`ContextPipelineState` is there for
@@ -52,9 +62,10 @@ from langchain_context_pipeline.calibration import (
     CALIBRATION_STATE_KEY,
     Calibration,
     model_identity,
+    request_overhead,
 )
 from langchain_context_pipeline.carried import SUMMARY_STATE_KEY, CarriedSummary
-from langchain_context_pipeline.pipeline import ContextPipeline
+from langchain_context_pipeline.pipeline import ContextPipeline, OverBudget
 from langchain_context_pipeline.report import CompressionResult
 from langchain_context_pipeline.settings import PipelineSettings
 from langchain_context_pipeline.threshold import Threshold, resolve_threshold
@@ -129,9 +140,15 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
         summary_key: str,
         agent_model: Any = None,
         store: BaseStore | None = None,
+        reserved_tokens: int = 0,
     ) -> None:
-        """Wrap ``pipeline``; see :func:`create_pre_model_hook` for the arguments."""
+        """Wrap ``pipeline``; see :func:`create_pre_model_hook` for the arguments.
+
+        ``reserved_tokens`` are what each request spends beside the messages (the
+        system prompt and tool schemas the agent adds), by the pipeline's counter.
+        """
         self.pipeline = pipeline
+        self.reserved_tokens = reserved_tokens
         self.agent = model_identity(agent_model) if agent_model is not None else (None, None)
         self._warned: set[str] = set()
         self.mode: HookMode = mode
@@ -216,7 +233,13 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
     ) -> dict[str, Any]:
         result.report.correction = calibration.correction
         after = messages[-1].id if messages else None
-        return calibration.sending(result.report.tokens_after, after).to_dict()
+        sent = result.report.tokens_after + self.reserved_tokens
+        return calibration.sending(sent, after).to_dict()
+
+    @property
+    def _over_budget(self) -> OverBudget:
+        """Ephemeral: the smallest valid request; persist: the error (see the module)."""
+        return "minimal" if self.mode == "ephemeral" else "raise"
 
     def _threshold(self, calibration: Calibration) -> int | None:
         if calibration.correction == 1.0:
@@ -234,23 +257,32 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
             return self.store, None
         return store, thread_of(config)
 
-    def _run(self, state: Any) -> dict[str, Any]:
+    def _start(self, state: Any) -> tuple[list[BaseMessage], Any, Calibration, dict[str, Any]]:
+        """Read the state: messages, what is stored, calibration and the call's arguments.
+
+        The arguments of the pipeline's call are the same for sync and async.
+        """
         messages, stored, carried = self._read(state)
         calibration = self._calibration(state, messages)
-        result = compress_traced(
-            self.pipeline, messages, carried_summary=carried, threshold=self._threshold(calibration)
-        )
+        args = {
+            "carried_summary": carried,
+            "reserved_tokens": self.reserved_tokens,
+            "threshold": self._threshold(calibration),
+            "over_budget": self._over_budget,
+        }
+        return messages, stored, calibration, args
+
+    def _run(self, state: Any) -> dict[str, Any]:
+        messages, stored, calibration, args = self._start(state)
+        result = compress_traced(self.pipeline, messages, **args)
         store, thread = self._archive() if result.messages is not messages else (None, None)
         if store is not None:
             result = archive_originals(store, thread, messages, result)
         return self._finish(messages, stored, calibration, result)
 
     async def _arun(self, state: Any) -> dict[str, Any]:
-        messages, stored, carried = self._read(state)
-        calibration = self._calibration(state, messages)
-        result = await acompress_traced(
-            self.pipeline, messages, carried_summary=carried, threshold=self._threshold(calibration)
-        )
+        messages, stored, calibration, args = self._start(state)
+        result = await acompress_traced(self.pipeline, messages, **args)
         store, thread = self._archive() if result.messages is not messages else (None, None)
         if store is not None:
             result = await aarchive_originals(store, thread, messages, result)
@@ -332,6 +364,8 @@ def create_pre_model_hook(
     summary_key: str = DEFAULT_SUMMARY_KEY,
     threshold: Threshold | None = None,
     agent_model: Any = None,
+    system_prompt: str | BaseMessage | None = None,
+    tools: Sequence[Any] = (),
     settings: PipelineSettings | None = None,
     model: Any = None,
     token_counter: Any = None,
@@ -339,6 +373,10 @@ def create_pre_model_hook(
     **keywords: Any,
 ) -> ContextPipelineHook:
     """Return a node that keeps the conversation under budget before each model call.
+
+    When the system messages alone exceed the budget, the ephemeral hook sends the
+    smallest valid request with a warning; the persist hook raises
+    :class:`~langchain_context_pipeline.errors.BudgetError` (see the module docstring).
 
     Args:
         pipeline: a configured :class:`ContextPipeline`; or leave it out and give
@@ -353,6 +391,12 @@ def create_pre_model_hook(
         agent_model: the agent's chat model: needed for a fraction threshold and for
             ``token_counter="model"``; with it, calibration ignores usage reported
             by any other model.
+        system_prompt: the system prompt the agent sends beside the messages
+            (``create_react_agent``'s ``prompt``, when it is a string or message).
+        tools: the tools the agent binds to its model. The hook cannot see either in
+            state: given here, they are counted in every request, so that the budget
+            and the calibration cover the whole request, as the provider's reported
+            usage does (without them, leave headroom for them in ``threshold``).
         settings: :class:`PipelineSettings` for the pipeline.
         model: the summarizer (see :class:`ContextPipeline`).
         token_counter: the token counter (see :class:`ContextPipeline`);
@@ -370,8 +414,8 @@ def create_pre_model_hook(
 
     Raises:
         ValueError: for an unknown mode or summary key, both a pipeline and its
-            settings, or a fraction threshold the agent model's profile cannot
-            resolve.
+            settings, a fraction threshold the agent model's profile cannot
+            resolve, or a system prompt and tools that leave no room for messages.
         TypeError: for an unknown setting.
 
     Example:
@@ -412,6 +456,17 @@ def create_pre_model_hook(
                 raise ValueError("token_counter='model' needs agent_model, the agent's chat model")
             token_counter = agent_model
         pipeline = ContextPipeline(settings, model=model, token_counter=token_counter, **keywords)
+    reserved = request_overhead(pipeline.token_counter, system_prompt, tools)
+    if reserved >= pipeline.threshold:
+        raise ValueError(
+            f"the system prompt and tools take {reserved} tokens: nothing is left of "
+            f"threshold {pipeline.threshold} for the messages"
+        )
     return _hook_class(summary_key)(
-        pipeline, mode=mode, summary_key=summary_key, agent_model=agent_model, store=store
+        pipeline,
+        mode=mode,
+        summary_key=summary_key,
+        agent_model=agent_model,
+        store=store,
+        reserved_tokens=reserved,
     )

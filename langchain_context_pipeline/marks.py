@@ -144,7 +144,8 @@ def is_pipeline_summary(message: Any) -> bool:
     Only the pipeline's signed mark counts: a message that merely starts with
     :data:`CONDENSED_TAG`, or carries a copied or edited mark, is ordinary content.
     """
-    return isinstance(message, BaseMessage) and pipeline_kind(message) == "summary"
+    # A summary verifies only as a HumanMessage (see _verified): others are not read.
+    return isinstance(message, HumanMessage) and pipeline_kind(message) == "summary"
 
 
 def pipeline_source(message: BaseMessage) -> str | None:

@@ -14,6 +14,12 @@ state keeps the full history. The one state write is the carried summary, in a
 private key (the same key the LangGraph hook uses), so the next call reuses it
 instead of summarizing again.
 
+When the budget cannot be met (the system message and the tools' schemas, or the
+system messages among the messages, exceed ``threshold`` by themselves), the agent
+does not stop: a warning names the sizes, and the model gets the smallest valid
+request, the system messages and the newest turn cut to its minimum (tool calls
+with their results), over the budget by ``report.over_budget`` tokens.
+
 This is the only module of the package that imports ``langchain.agents``; like the
 LangGraph hook, it is an entry point and may import ``langgraph``. It needs the
 ``agents`` extra: ``pip install 'langchain-context-pipeline[agents]'``.
@@ -21,13 +27,12 @@ LangGraph hook, it is an entry point and may import ``langgraph``. It needs the
 
 from __future__ import annotations
 
-import json
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Annotated, Any, cast
 
-from langchain_core.messages import AIMessage, AnyMessage, BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage
 from typing_extensions import NotRequired
 
 try:
@@ -54,6 +59,7 @@ from langchain_context_pipeline.calibration import (
     CALIBRATION_STATE_KEY,
     Calibration,
     model_identity,
+    tools_tokens,
 )
 from langchain_context_pipeline.carried import SUMMARY_STATE_KEY, CarriedSummary
 from langchain_context_pipeline.pipeline import ContextPipeline
@@ -82,17 +88,6 @@ class ContextPipelineAgentState(AgentState[Any]):
     """The summary carried between model calls; not part of the agent's input or output."""
     context_pipeline_calibration: NotRequired[Annotated[dict[str, Any] | None, PrivateStateAttr]]
     """The per-thread correction from the provider's reported usage (``Calibration``)."""
-
-
-def _tool_schema(tool: Any) -> Any:
-    from langchain_core.utils.function_calling import convert_to_openai_tool
-
-    try:
-        return convert_to_openai_tool(tool)
-    except Exception:  # provider built-ins and odd dicts: count what is there
-        if isinstance(tool, Mapping):
-            return dict(tool)
-        return {"name": getattr(tool, "name", repr(tool)), "description": str(tool)}
 
 
 class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, Any]):
@@ -180,9 +175,7 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         hit = self._tool_tokens.get(key)
         if hit is not None and not self._counts_with_model:
             return hit[1]
-        schemas = [_tool_schema(t) for t in tools]
-        text = json.dumps(schemas, ensure_ascii=False, sort_keys=True, default=str)
-        tokens = int(self.token_counter([SystemMessage(text)]))
+        tokens = tools_tokens(self.token_counter, tools)
         # The tools are kept alive with their count, so their ids cannot be reused.
         self._tool_tokens[key] = (tuple(tools), tokens)
         if len(self._tool_tokens) > _TOOL_COUNTS_KEPT:
@@ -258,32 +251,52 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         self, request: ModelRequest[Any], calibration: Calibration
     ) -> tuple[list[BaseMessage], dict[str, Any], int]:
         threshold, reserved = self._budget(request)
+        return self._args(request, calibration.budget(threshold), reserved)
+
+    def _args(
+        self, request: ModelRequest[Any], budget: int, reserved: int
+    ) -> tuple[list[BaseMessage], dict[str, Any], int]:
         messages: list[BaseMessage] = list(request.messages)
         _, carried = self._carried(request)
         args = {
             "carried_summary": carried,
             "reserved_tokens": reserved,
-            "threshold": calibration.budget(threshold),
+            "threshold": budget,
+            # An agent mid-run degrades (with a warning) rather than stop.
+            "over_budget": "minimal",
         }
         return messages, args, reserved
+
+    def _retry_args(
+        self, request: ModelRequest[Any], error: Exception, sent: Calibration
+    ) -> tuple[Calibration, tuple[list[BaseMessage], dict[str, Any], int]] | None:
+        """Return the tightened calibration and the retry's arguments, or ``None``.
+
+        ``None`` when ``error`` is not a context-length error, or when the messages
+        have no room left to shrink into (the system prompt and tools alone are
+        too much): the error then reaches the caller as the model raised it.
+        """
+        overflow = overflow_of(error)
+        if overflow is None:
+            return None
+        threshold, reserved = self._budget(request)
+        budget = sent.retry_budget(threshold, overflow.requested, overflow.window)
+        if budget <= reserved:
+            return None
+        logger.warning(
+            "the model rejected the request as too long (%s); retrying once within a "
+            "budget of %d tokens",
+            error,
+            budget,
+        )
+        tighter = sent.after_overflow(overflow.requested, overflow.window)
+        return tighter, self._args(request, budget, reserved)
 
     def _sent(
         self, result: CompressionResult, reserved: int, calibration: Calibration
     ) -> Calibration:
         result.report.correction = calibration.correction
         return calibration.sending(result.report.tokens_after + reserved)
-
-    @staticmethod
-    def _tightened(error: Exception, calibration: Calibration) -> Calibration | None:
-        overflow = overflow_of(error)
-        if overflow is None:
-            return None
-        logger.warning(
-            "the model rejected the request as too long (%s); retrying once within a "
-            "smaller budget",
-            error,
-        )
-        return calibration.after_overflow(overflow.requested, overflow.window)
 
     # -- AgentMiddleware ---------------------------------------------------------------
 
@@ -295,7 +308,8 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         """Compress the request's messages, call the model, keep the carried summary.
 
         A context-length error from the model leads to one retry within a budget
-        tightened by the overshoot it reports; a second one reaches the caller.
+        tightened by the overshoot it reports (below what the rejected request sent);
+        a second one reaches the caller, as the model raised it.
         """
         stored, _ = self._carried(request)
         stored_calibration, calibration = self._calibration(request)
@@ -308,10 +322,10 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
             try:
                 response = handler(self._request(request, messages, result))
             except Exception as error:
-                tighter = self._tightened(error, sent)
-                if tighter is None:
+                retry = self._retry_args(request, error, sent)
+                if retry is None:
                     raise
-                messages, args, reserved = self._compress_args(request, tighter)
+                tighter, (messages, args, reserved) = retry
                 if result.carried_summary is not None:  # the summary is not paid for twice
                     args["carried_summary"] = result.carried_summary
                 result = compress_traced(self.pipeline, messages, **args)
@@ -340,10 +354,10 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
             try:
                 response = await handler(self._request(request, messages, result))
             except Exception as error:
-                tighter = self._tightened(error, sent)
-                if tighter is None:
+                retry = self._retry_args(request, error, sent)
+                if retry is None:
                     raise
-                messages, args, reserved = self._compress_args(request, tighter)
+                tighter, (messages, args, reserved) = retry
                 if result.carried_summary is not None:  # the summary is not paid for twice
                     args["carried_summary"] = result.carried_summary
                 result = await acompress_traced(self.pipeline, messages, **args)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Generator
 from dataclasses import replace
-from typing import Any
+from typing import Any, Literal
 
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
@@ -28,22 +28,27 @@ from langchain_context_pipeline._hysteresis import Cuts, settle
 from langchain_context_pipeline._meter import Meter
 from langchain_context_pipeline._model_call import Reply, SummaryRequest, adrive, drive
 from langchain_context_pipeline._runnable import MessagesRunnable
-from langchain_context_pipeline._units import Split, Unit
+from langchain_context_pipeline._units import Split, Unit, head_end
 from langchain_context_pipeline.carried import CarriedSummary
 from langchain_context_pipeline.condenser import Condenser, CondenseStats
+from langchain_context_pipeline.errors import BudgetError
 from langchain_context_pipeline.marks import is_pipeline_summary
 from langchain_context_pipeline.pruner import Pruner
 from langchain_context_pipeline.report import CompressionReport, CompressionResult
 from langchain_context_pipeline.settings import PipelineSettings
 from langchain_context_pipeline.summary_memory import Prefixes, StoreRead, StoreWrite, SummaryMemory
 from langchain_context_pipeline.tokens import estimate_message_tokens, resolve_token_counter
-from langchain_context_pipeline.truncate import note_room, removal_note, truncate
+from langchain_context_pipeline.truncate import minimal_request, note_room, removal_note, truncate
 
 __all__ = ["ContextPipeline"]
 
 logger = logging.getLogger("langchain_context_pipeline")
 
 _Request = SummaryRequest | StoreRead | StoreWrite
+
+OverBudget = Literal["raise", "minimal"]
+"""What :meth:`ContextPipeline.compress` does when the budget cannot be met: raise
+:class:`BudgetError`, or return the smallest valid request with a warning."""
 
 
 class ContextPipeline(MessagesRunnable):
@@ -162,9 +167,12 @@ class ContextPipeline(MessagesRunnable):
         check_int("reserved_tokens", reserved)
         limit = threshold - reserved
         if limit < 1:
-            raise ValueError(
-                f"reserved_tokens ({reserved}) leave nothing of threshold {threshold} "
-                "for the messages"
+            raise BudgetError(
+                f"reserved_tokens ({reserved}: what the request sends beside the messages, "
+                f"such as a system prompt and tool schemas) leave nothing of threshold "
+                f"{threshold} for the messages",
+                required=reserved,
+                budget=threshold,
             )
         tail = self.settings.tail_budget
         if threshold != self.settings.threshold:
@@ -297,6 +305,13 @@ class ContextPipeline(MessagesRunnable):
         else:
             tokens = int(self.token_counter(messages))
         report.tokens_before = tokens
+        if tokens <= limit and (carried is None or not carried.verified):
+            # Nothing to compress and no summary to put in: the list itself, whose
+            # stable prefix is its head (no need to split it into units).
+            report.tokens_after = tokens
+            report.stable_prefix = head_end(messages, self.settings.head_count)
+            self._observe(messages, messages, report, meter, counts)
+            return CompressionResult(messages, report, None)
         where = Split.of(messages, self.settings.head_count)
         covered = self._covered(messages, where, carried)
         has_model = self.condenser is not None and self.condenser.model is not None
@@ -401,19 +416,78 @@ class ContextPipeline(MessagesRunnable):
         out: list[BaseMessage],
         report: CompressionReport,
         meter: Meter,
+        counts: list[int] | None = None,
     ) -> None:
-        """Report how much of ``out`` repeats the conversation's previous request."""
+        """Report how much of ``out`` repeats the conversation's previous request.
+
+        ``counts`` are the per-message counts of ``out`` when they are at hand.
+        """
         repeated = self._prefixes.observe(conversation_key(messages), out)
         if repeated is None:
             return
-        # The default estimate's per-message counts are at hand; another counter is
-        # asked once, for the repeated prefix.
-        if meter.additive:
-            tokens = sum(meter.one(m) for m in out[:repeated])
+        # The default estimate's per-message counts are at hand (or cached by the
+        # meter); another counter is asked once, for the repeated prefix.
+        if counts is not None:
+            tokens = sum(counts[:repeated])
+        elif meter.additive:
+            tokens = meter.span(out, 0, repeated)
         else:
             tokens = meter.total(out[:repeated]) if repeated else 0
         report.cached_prefix_tokens = tokens
         report.cached_prefix_share = min(tokens / max(report.tokens_after, 1), 1.0)
+
+    def _plan_within(
+        self,
+        messages: list[BaseMessage],
+        report: CompressionReport,
+        carried: CarriedSummary | None,
+        reserved: int,
+        over_budget: OverBudget,
+    ) -> Generator[_Request, Reply, CompressionResult]:
+        """Run :meth:`plan`, or give the smallest valid request for a budget it cannot meet.
+
+        Only with ``over_budget="minimal"``; otherwise :class:`BudgetError` is raised.
+        """
+        try:
+            return (yield from self.plan(messages, report, carried))
+        except BudgetError as error:
+            if over_budget != "minimal":
+                raise
+            return self._minimal(messages, report.threshold, reserved, carried, error)
+
+    def _minimal(
+        self,
+        messages: list[BaseMessage],
+        threshold: int,
+        reserved: int,
+        carried: CarriedSummary | None,
+        error: BudgetError,
+    ) -> CompressionResult:
+        """Return :func:`minimal_request` of ``messages`` and log why it is sent.
+
+        The carried summary is passed on unchanged: it still stands for its turns.
+        """
+        meter = Meter(self.token_counter)
+        limit = threshold - reserved
+        out, stats = minimal_request(messages, Split.of(messages, self.settings.head_count), meter)
+        report = CompressionReport(threshold, limit=limit, tokens_before=meter.total(messages))
+        report.tokens_after = stats.tokens_after = meter.total(out)
+        report.truncate = stats
+        report.stages.append("minimal")
+        report.over_budget = max(report.tokens_after - max(limit, 0), 0)
+        self._observe(messages, out, report, meter)
+        logger.warning(
+            "%s; sending the smallest valid request instead (the system messages and the "
+            "newest turn cut to its minimum, %d of %d messages): %d tokens for the messages, "
+            "%d over their limit of %d",
+            error,
+            len(out),
+            len(messages),
+            report.tokens_after,
+            report.over_budget,
+            limit,
+        )
+        return CompressionResult(out, report, carried)
 
     # -- summaries remembered by span ------------------------------------------------
 
@@ -483,6 +557,7 @@ class ContextPipeline(MessagesRunnable):
         carried_summary: CarriedSummary | None = None,
         reserved_tokens: int = 0,
         threshold: int | None = None,
+        over_budget: OverBudget = "raise",
     ) -> CompressionResult:
         """Compress ``messages``; return the new list, the report and the carried summary.
 
@@ -495,12 +570,20 @@ class ContextPipeline(MessagesRunnable):
             threshold: this call's budget, when it differs from ``settings.threshold``
                 (the middleware resolves a fraction of the model's window per call);
                 a derived tail budget follows it.
+            over_budget: when the budget cannot be met (``reserved_tokens`` leave no
+                room, or the system messages alone exceed what is left):
+                ``"raise"`` raises :class:`BudgetError`; ``"minimal"`` logs a warning
+                and returns the smallest valid request (the system messages and the
+                newest turn cut to its minimum, see
+                :func:`~langchain_context_pipeline.truncate.minimal_request`), over
+                the budget by ``report.over_budget`` tokens.
 
         Raises:
-            ValueError: when ``reserved_tokens`` leave no room for the messages.
+            BudgetError: (a ``ValueError``) with ``over_budget="raise"``, when the
+                budget cannot be met; it names the sizes.
         """
         items, report = self._start(messages, reserved_tokens, threshold)
-        plan = self.plan(items, report, carried_summary)
+        plan = self._plan_within(items, report, carried_summary, reserved_tokens, over_budget)
         condenser, memory = self.condenser, self.summary_memory
 
         def answer(request: _Request) -> Reply:
@@ -517,10 +600,11 @@ class ContextPipeline(MessagesRunnable):
         carried_summary: CarriedSummary | None = None,
         reserved_tokens: int = 0,
         threshold: int | None = None,
+        over_budget: OverBudget = "raise",
     ) -> CompressionResult:
         """Async :meth:`compress`: only the summarizer call differs."""
         items, report = self._start(messages, reserved_tokens, threshold)
-        plan = self.plan(items, report, carried_summary)
+        plan = self._plan_within(items, report, carried_summary, reserved_tokens, over_budget)
         condenser, memory = self.condenser, self.summary_memory
 
         async def answer(request: _Request) -> Reply:

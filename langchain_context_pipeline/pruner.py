@@ -3,18 +3,23 @@
 Outside the protected tail (the newest messages within ``tail_budget`` tokens):
 
 - a tool result longer than ``tool_output_limit`` chars becomes a one-line brief
-  built from the arguments of the call it answers;
+  built from the arguments of the call it answers: a ``ToolMessage``'s content, or
+  the result inside a ``tool_result`` (Anthropic) or ``function_call_output``
+  (Responses) block of a user message, whose block keeps its type, its call id and
+  its other keys;
 - each string inside a tool call's arguments is cut to ``tool_args_limit`` chars;
 - an assistant text longer than ``assistant_text_limit`` keeps its first
   ``assistant_keep_head`` and last ``assistant_keep_tail`` chars, also when the
   same message calls tools.
 
-System messages and human messages are never touched, and the caller's messages
-are never mutated: changed messages are copies that keep their ids and metadata.
+System messages are never touched, nor is anything else of a human message, and
+the caller's messages are never mutated: changed messages are copies that keep
+their ids and metadata.
 """
 
 from __future__ import annotations
 
+import json
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -23,7 +28,16 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 
+from langchain_context_pipeline._blocks import (
+    RESULT_BLOCKS,
+    RESULT_CONTENT,
+    block_type,
+    call_index,
+    result_ids,
+    result_parts,
+)
 from langchain_context_pipeline._checks import check_int
+from langchain_context_pipeline._countable import _IMAGE_BLOCK_TYPES
 from langchain_context_pipeline._meter import Meter
 from langchain_context_pipeline._runnable import MessagesRunnable
 from langchain_context_pipeline._snapshot import message_snapshot
@@ -70,7 +84,7 @@ class PruneStats:
     """What one pruning pass changed."""
 
     briefed: int = 0
-    """Tool results replaced by a one-line brief."""
+    """Tool results replaced by a one-line brief (``ToolMessage``s and result blocks)."""
     args_shortened: int = 0
     """AI messages whose tool-call arguments were cut."""
     texts_shortened: int = 0
@@ -155,13 +169,26 @@ class Pruner(MessagesRunnable):
         out: list[BaseMessage] = []
         for index, message in enumerate(messages):
             if isinstance(message, AIMessage):
-                for call in message.tool_calls:
-                    if call.get("id"):
-                        calls[call["id"] or ""] = (call["name"], call["args"])
-            if start <= index < stop and index not in where.systems:
+                calls.update(call_index(message))
+            if start <= index < stop and index not in where.systems and self._may_change(message):
                 message = self._prune_remembered(message, calls, stats)
             out.append(message)
         return out, stats
+
+    def _may_change(self, message: BaseMessage) -> bool:
+        """Whether pruning could change ``message``; False is certain, True is not.
+
+        Only tool results (ToolMessages, or result blocks in other messages' block
+        content) and AI messages are pruned, and a ToolMessage only when longer than
+        ``tool_output_limit``: a shorter one, or a message of string content that is
+        neither, is left as it is without snapshotting it for the memo (which would
+        cost more than this check).
+        """
+        if isinstance(message, ToolMessage):
+            images = count_images(message)
+            size = len(message_text(message)) + images * IMAGE_TOKENS * 4
+            return size > self.settings.tool_output_limit
+        return isinstance(message, AIMessage) or not isinstance(message.content, str)
 
     def _prune_remembered(
         self, message: BaseMessage, calls: Mapping[str, tuple[str, Any]], stats: PruneStats
@@ -174,7 +201,11 @@ class Pruner(MessagesRunnable):
         :mod:`._snapshot`): an edit in place, an attribute set anew, or another
         call, misses, so the memo never returns what a fresh Pruner would not.
         """
-        call = calls.get(message.tool_call_id) if isinstance(message, ToolMessage) else None
+        call: Any = None
+        if isinstance(message, ToolMessage):
+            call = calls.get(message.tool_call_id)
+        elif not isinstance(message, AIMessage) and not isinstance(message.content, str):
+            call = [calls.get(cid) for cid in result_ids(message)]
         state = message_snapshot(message, call)
         hit = self._memo.get(id(message))
         if hit is not None and state is not None and hit.matches(message, state):
@@ -208,19 +239,41 @@ class Pruner(MessagesRunnable):
     ) -> BaseMessage:
         if isinstance(message, ToolMessage):
             return self._brief(message, calls, stats)
-        if isinstance(message, AIMessage):
-            ref = message_ref(message)
-            message, cut = with_cut_args(message, self.settings.tool_args_limit, ref)
-            stats.args_shortened += cut
-            text = message_text(message)
-            if len(text) > self.settings.assistant_text_limit:
-                keep = (self.settings.assistant_keep_head, self.settings.assistant_keep_tail)
-                short = cut_middle(text, *keep, ref)
-                if len(short) > self.settings.assistant_text_limit:  # no room to name it
-                    short = cut_middle(text, *keep)
-                message = message.model_copy(update={"content": replace_text(message, short)})
-                stats.texts_shortened += 1
+        if not isinstance(message, AIMessage):
+            return self._brief_blocks(message, calls, stats)
+        ref = message_ref(message)
+        message, cut = with_cut_args(message, self.settings.tool_args_limit, ref)
+        stats.args_shortened += cut
+        text = message_text(message)
+        if len(text) > self.settings.assistant_text_limit:
+            keep = (self.settings.assistant_keep_head, self.settings.assistant_keep_tail)
+            short = cut_middle(text, *keep, ref)
+            if len(short) > self.settings.assistant_text_limit:  # no room to name it
+                short = cut_middle(text, *keep)
+            message = message.model_copy(update={"content": replace_text(message, short)})
+            stats.texts_shortened += 1
         return message
+
+    def _brief_line(
+        self,
+        name: str,
+        args: Any,
+        text: str,
+        images: int,
+        ref: str,
+    ) -> str:
+        """Return the brief of one tool result, ending with ``ref`` when the limit leaves room."""
+        if not isinstance(args, Mapping):
+            args = {"args": args}
+        limit = self.settings.tool_output_limit
+        named = f" {format_ref(ref)}"
+        room = limit - len(named) if limit - len(named) >= 20 else limit
+        line = brief_for(name, args, text, registry=self.settings.briefs, limit=room)
+        if images and len(line) + 12 <= room:
+            line += f" +{images} image(s)"
+        if room < limit:
+            line += named
+        return line
 
     def _brief(
         self, message: ToolMessage, calls: Mapping[str, tuple[str, Any]], stats: PruneStats
@@ -231,17 +284,48 @@ class Pruner(MessagesRunnable):
         if size <= self.settings.tool_output_limit:
             return message
         name, args = calls.get(message.tool_call_id, (message.name or "tool", {}))
-        if not isinstance(args, Mapping):
-            args = {"args": args}
         # The brief ends with the original's reference, when the limit leaves room.
-        limit = self.settings.tool_output_limit
-        named = f" {format_ref(message_ref(message))}"
-        room = limit - len(named) if limit - len(named) >= 20 else limit
-        line = brief_for(name, args, text, registry=self.settings.briefs, limit=room)
-        if images and len(line) + 12 <= room:
-            line += f" +{images} image(s)"
-        if room < limit:
-            line += named
+        line = self._brief_line(name, args, text, images, message_ref(message))
         meta = {**message.response_metadata, METADATA_KEY: {"kind": "brief"}}
         stats.briefed += 1
         return message.model_copy(update={"content": line, "response_metadata": meta})
+
+    def _brief_blocks(
+        self, message: BaseMessage, calls: Mapping[str, tuple[str, Any]], stats: PruneStats
+    ) -> BaseMessage:
+        """Brief the bulky tool results a message carries as blocks (Anthropic, Responses).
+
+        Each ``tool_result`` / ``function_call_output`` block over
+        ``tool_output_limit`` keeps its type, its call id and its other keys; only
+        its result becomes the brief, which names the whole message's reference
+        (the message is the original that recall gives back). Every other block
+        stays as it is.
+        """
+        if isinstance(message.content, str):
+            return message
+        blocks: list[Any] = []
+        briefed = 0
+        for block in message.content:
+            kind = block_type(block)
+            if kind not in RESULT_CONTENT or not isinstance(block, dict):
+                blocks.append(block)
+                continue
+            text, others = result_parts(block)
+            images = sum(1 for b in others if block_type(b) in _IMAGE_BLOCK_TYPES)
+            rest = [b for b in others if block_type(b) not in _IMAGE_BLOCK_TYPES]
+            size = len(text) + images * IMAGE_TOKENS * 4
+            if rest:
+                size += len(json.dumps(rest, ensure_ascii=False, default=str))
+            if size <= self.settings.tool_output_limit:
+                blocks.append(block)
+                continue
+            cid = block.get(RESULT_BLOCKS[kind])
+            name, args = calls.get(cid, ("tool", {})) if isinstance(cid, str) else ("tool", {})
+            line = self._brief_line(name, args, text, images, message_ref(message))
+            blocks.append({**block, RESULT_CONTENT[kind]: line})
+            briefed += 1
+        if not briefed:
+            return message
+        meta = {**message.response_metadata, METADATA_KEY: {"kind": "brief"}}
+        stats.briefed += briefed
+        return message.model_copy(update={"content": blocks, "response_metadata": meta})

@@ -20,6 +20,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from langchain_context_pipeline._blocks import RESULT_CONTENT, block_type, result_parts
 from langchain_context_pipeline._countable import dumps as _dumps
 from langchain_context_pipeline.marks import METADATA_KEY, pipeline_kind
 from langchain_context_pipeline.tokens import message_text
@@ -126,8 +127,15 @@ def parse_ref(text: str) -> tuple[str, str | None] | None:
 
 
 def written_text(message: BaseMessage) -> str:
-    """Everything of a message a reference can be written in: its text and call arguments."""
+    """Everything of a message a reference can be written in.
+
+    Its text, its tool-call arguments and the results of its tool-result blocks
+    (where the Pruner writes a brief).
+    """
     text = message_text(message)
+    if not isinstance(message.content, str):
+        results = [result_parts(b)[0] for b in message.content if block_type(b) in RESULT_CONTENT]
+        text = "\n".join([text, *results]) if results else text
     if isinstance(message, AIMessage) and (message.tool_calls or message.invalid_tool_calls):
         calls: list[Any] = [c["args"] for c in message.tool_calls]
         calls += [c.get("args") for c in message.invalid_tool_calls]

@@ -31,7 +31,9 @@ class CompressionReport:
     tokens_after: int = 0
     """Tokens of the output."""
     stages: list[str] = field(default_factory=list)
-    """The stages that ran, in order: ``prune``, ``condense``, ``truncate``."""
+    """The stages that ran, in order: ``prune``, ``condense``, ``truncate``; or
+    ``minimal`` alone when the budget could not be met and the smallest valid
+    request was sent instead (``over_budget="minimal"``)."""
     summary_reused: bool = False
     """Whether a carried summary from an earlier turn replaced the turns it covers."""
     prune: PruneStats | None = None
@@ -51,6 +53,10 @@ class CompressionReport:
     (head, carried summary, what was pruned, condensed or dropped: everything before
     the protected tail); the end of the prefix a provider's prompt cache keeps across
     compactions. On the no-op path, the head and any carried summary."""
+    over_budget: int = 0
+    """Tokens by which the messages exceed their limit: 0, except for the smallest
+    valid request sent when the system messages (or what is sent beside the
+    messages) exceed the budget by themselves."""
     cached_prefix_tokens: int | None = None
     """Tokens of the output's longest prefix that repeats, message by message, the
     previous request's output in the same conversation (what a provider's prompt

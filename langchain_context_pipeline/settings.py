@@ -236,10 +236,17 @@ class PipelineSettings:
         )
 
     def with_threshold(self, threshold: int) -> PipelineSettings:
-        """Return these settings for another threshold (a derived tail follows it)."""
+        """Return these settings for another threshold (a derived tail follows it).
+
+        An explicit tail that does not fit under the new threshold (one call budgeted
+        lower by calibration or an overflow retry) shrinks in proportion to it.
+        """
         if threshold == self.threshold:
             return self
-        return PipelineSettings.from_keywords(self, threshold=threshold)
+        if self.tail_derived or self.tail_budget < threshold:
+            return PipelineSettings.from_keywords(self, threshold=threshold)
+        tail = self.tail_budget * threshold // self.threshold
+        return PipelineSettings.from_keywords(self, threshold=threshold, tail_budget=tail)
 
 
 def override(settings: _Settings, owner: str, keywords: Mapping[str, Any]) -> _Settings:

@@ -26,7 +26,8 @@ on every non-empty text.
 from __future__ import annotations
 
 import contextvars
-from collections.abc import Callable, Sequence
+import sys
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 from langchain_core.messages import AIMessage, BaseMessage
@@ -36,9 +37,11 @@ from langchain_context_pipeline._countable import (
     _IMAGE_BLOCK_TYPES,
     FILE_TOKENS,
     IMAGE_TOKENS,
+    call_text,
     countable_parts,
+    invalid_call_text,
 )
-from langchain_context_pipeline._text_cost import text_tokens
+from langchain_context_pipeline._text_cost import Memo, text_tokens
 
 __all__ = [
     "FILE_TOKENS",
@@ -114,12 +117,62 @@ def estimate_message_tokens(message: BaseMessage) -> int:
     and :data:`MESSAGE_OVERHEAD_TOKENS` for the message's framing.
     """
     content = message.content
-    if isinstance(content, str) and not (
-        isinstance(message, AIMessage) and (message.tool_calls or message.invalid_tool_calls)
-    ):  # the common case, kept cheap: one memoised lookup
-        return text_tokens(content) + MESSAGE_OVERHEAD_TOKENS
-    texts, fixed = countable_parts(message)
-    return sum(text_tokens(t) for t in texts) + fixed + MESSAGE_OVERHEAD_TOKENS
+    if not isinstance(content, str):
+        texts, fixed = countable_parts(message)
+        return sum(text_tokens(t) for t in texts) + fixed + MESSAGE_OVERHEAD_TOKENS
+    # String content, the common case: the same parts as countable_parts (the
+    # content, then each tool call and invalid tool call), each from a memo.
+    tokens = text_tokens(content) + MESSAGE_OVERHEAD_TOKENS
+    if isinstance(message, AIMessage):
+        for call in message.tool_calls:
+            tokens += _call_tokens(call)
+        for bad in message.invalid_tool_calls:
+            tokens += text_tokens(invalid_call_text(bad))
+    return tokens
+
+
+def _call_key(call: Mapping[str, Any]) -> tuple[Any, ...] | None:
+    """Return what determines a tool call's text, when it is made of strings and ints.
+
+    ``(name, id, key1, value1, key2, value2, ...)``: with string keys and values that
+    are exactly ``str`` or ``int`` (not ``bool``, not a subclass, whose JSON could
+    differ between equal values), equal keys give the same :func:`call_text`.
+    None for any other call (nested arguments, say), which is counted from its text.
+    """
+    name, args, call_id = call.get("name"), call.get("args"), call.get("id") or ""
+    if type(name) is not str or type(args) is not dict or type(call_id) is not str:
+        return None
+    key: list[Any] = [name, call_id]
+    for item in args.items():
+        if type(item[0]) is not str or (type(item[1]) is not str and type(item[1]) is not int):
+            return None
+        key += item
+    return tuple(key)
+
+
+def _call_key_text(key: tuple[Any, ...]) -> int:
+    """Estimate the call a :func:`_call_key` stands for, from its text."""
+    args = dict(zip(key[2::2], key[3::2], strict=True))
+    return text_tokens(call_text({"name": key[0], "args": args, "id": key[1]}))
+
+
+def _key_size(key: tuple[Any, ...]) -> int:
+    return sys.getsizeof(key) + sum(sys.getsizeof(part) for part in key)
+
+
+_CALL_MEMO_BYTES = 16 * 1024 * 1024
+"""Memory the memo of tool calls may hold (see ``_text_cost._MEMO_BYTES``)."""
+
+# Tool calls by what determines their text, so that a call seen before costs a
+# tuple and a lookup instead of writing its arguments as JSON again. Keys hold only
+# strings and ints, which cannot change: an edited call has a new key.
+_call_memo: Memo[tuple[Any, ...]] = Memo(_call_key_text, _CALL_MEMO_BYTES, _key_size)
+
+
+def _call_tokens(call: Mapping[str, Any]) -> int:
+    """Return ``text_tokens(call_text(call))``, from a memo when the call allows it."""
+    key = _call_key(call)
+    return text_tokens(call_text(call)) if key is None else _call_memo[key]
 
 
 def estimate_tokens(messages: Sequence[BaseMessage]) -> int:

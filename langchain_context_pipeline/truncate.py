@@ -7,7 +7,9 @@ what must be kept exceeds the budget by itself, the largest kept messages are cu
 with visible markers (any oversized value: text, tool arguments of every shape,
 blocks of any kind), as many as needed: reasoning blocks only then, whole, the task
 after them and system messages last. When the system messages alone exceed the
-budget, :class:`~langchain_context_pipeline.errors.BudgetError` says so.
+budget, :class:`~langchain_context_pipeline.errors.BudgetError` says so; an entry
+point that must send something all the same (the agent middleware) sends
+:func:`minimal_request` instead.
 """
 
 from __future__ import annotations
@@ -25,12 +27,13 @@ from langchain_context_pipeline._blocks import (
     CALL_BLOCKS,
     REASONING_BLOCKS,
     RESULT_BLOCKS,
+    RESULT_CONTENT,
     block_type,
 )
 from langchain_context_pipeline._checks import check_int
 from langchain_context_pipeline._coerce import coerce_messages
 from langchain_context_pipeline._meter import Meter
-from langchain_context_pipeline._trim import cut_middle, replace_text, with_cut_args
+from langchain_context_pipeline._trim import cut_middle, replace_text, with_cut_args, without_args
 from langchain_context_pipeline._units import Split, snap_forward
 from langchain_context_pipeline.digest import build_index
 from langchain_context_pipeline.errors import BudgetError
@@ -38,7 +41,7 @@ from langchain_context_pipeline.marks import pipeline_kind, pipeline_mark
 from langchain_context_pipeline.references import format_ref, message_ref, span_ref
 from langchain_context_pipeline.tokens import message_text, resolve_token_counter
 
-__all__ = ["TruncateStats", "hard_truncate", "truncate"]
+__all__ = ["TruncateStats", "hard_truncate", "minimal_request", "truncate"]
 
 logger = logging.getLogger("langchain_context_pipeline")
 
@@ -116,7 +119,7 @@ def _slim_blocks(content: list[Any], drop_reasoning: bool, ref: str = "") -> lis
             if not drop_reasoning:
                 out.append(block)
         elif kind in RESULT_BLOCKS:
-            key = "output" if kind == "function_call_output" else "content"
+            key = RESULT_CONTENT[kind]
             slim = {k: v for k, v in block.items() if k in ("type", RESULT_BLOCKS[kind])}
             out.append({**slim, key: f"[result cut to fit the context window{named}]"})
         else:
@@ -147,7 +150,15 @@ def _shrink(message: BaseMessage, excess: int, meter: Meter, drop_reasoning: boo
 
     Tool-call arguments (every copy), then bulky blocks and the text (in the
     middle, with a marker), then, with ``drop_reasoning``, whole reasoning blocks.
+    A message nothing can cut is returned itself, not as an equal copy: the output
+    then keeps the caller's object, which references and fixed points rely on.
     """
+    out = _cut_down(message, excess, meter, drop_reasoning)
+    return message if out == message else out
+
+
+def _cut_down(message: BaseMessage, excess: int, meter: Meter, drop_reasoning: bool) -> BaseMessage:
+    """Do :func:`_shrink`'s cut (which may return an equal copy)."""
     target = meter.one(message) - excess
     # A cut names the original, unless the pipeline wrote the message itself.
     ref = "" if pipeline_kind(message) in ("summary", "note") else message_ref(message)
@@ -181,7 +192,7 @@ def _shrink(message: BaseMessage, excess: int, meter: Meter, drop_reasoning: boo
     if meter.one(shrunk) > meter.one(base):  # a marker longer than the text is no cut
         shrunk = base
     if meter.one(shrunk) > target and isinstance(shrunk, AIMessage):
-        shrunk = with_cut_args(shrunk, 0, ref)[0]
+        shrunk = without_args(shrunk, ref)
     return shrunk
 
 
@@ -348,6 +359,34 @@ def truncate(
         )
     stats = TruncateStats(trimmed=len(messages) - len(plan.keep), shortened=len(plan.shrunk))
     return out, stats
+
+
+def minimal_request(
+    messages: Sequence[BaseMessage], where: Split, meter: Meter
+) -> tuple[list[BaseMessage], TruncateStats]:
+    """Return the smallest valid request: the system messages and the newest unit, cut.
+
+    For when the budget cannot be met (the system messages alone exceed it) and
+    something must be sent all the same. The system messages stay whole (they are
+    never cut to make room that cannot be made); the last unit (the newest message
+    with its tool calls and results, so no pair is split) is kept with every
+    message of it cut to its minimum by the markers of :func:`truncate`, reasoning
+    blocks kept whole (a provider rejects the newest tool-use turn without them);
+    one removal note names everything else.
+    """
+    if not messages:
+        return [], TruncateStats()
+    last = where.units[-1] if where.units else (len(messages) - 1, len(messages))
+    keep = set(where.systems) | set(range(*last))
+    shrunk = {
+        i: _shrink(messages[i], meter.one(messages[i]), meter, drop_reasoning=False)
+        for i in range(*last)
+        if i not in where.systems
+    }
+    shrunk = {i: m for i, m in shrunk.items() if m is not messages[i]}
+    plan = _Plan(keep, shrunk)
+    out = _assemble(messages, plan)
+    return out, TruncateStats(trimmed=len(messages) - len(keep), shortened=len(shrunk))
 
 
 def hard_truncate(

@@ -18,6 +18,20 @@ ROOT = Path(__file__).resolve().parents[1]
 # test_properties.py, or ``file::test`` of another module of tests/unit_tests)
 MUTANTS = [
     (
+        "references: truncation returns an equal copy of what it cannot cut",
+        "truncate.py",
+        "    return message if out == message else out",
+        "    return out",
+        "test_truncate.py::test_a_message_nothing_can_cut_is_kept_as_the_callers_object",
+    ),
+    (
+        "references: arguments cut to nothing lose their marker",
+        "_trim.py",
+        "    return cut_call_arguments(message, lambda value: marker if value else value)",
+        "    return cut_call_arguments(message, lambda value: cut_json(value, 0))",
+        "test_truncate.py::test_arguments_cut_to_nothing_still_name_their_original",
+    ),
+    (
         "budget: no cutting of kept messages",
         "truncate.py",
         "    if used > budget:",
@@ -122,6 +136,34 @@ MUTANTS = [
         "self.breakers.get(conversation_key(messages))",
         'self.breakers.get("")',
         "test_trust.py::test_failures_in_one_conversation_do_not_change_another",
+    ),
+    (
+        "pruning: tool results sent as blocks of a user message are never briefed",
+        "pruner.py",
+        "            return self._brief_blocks(message, calls, stats)",
+        "            return message",
+        "test_pruner.py::test_every_old_bulky_result_is_briefed_in_every_format",
+    ),
+    (
+        "smallest request: the system messages are left out",
+        "truncate.py",
+        "    keep = set(where.systems) | set(range(*last))",
+        "    keep = set(range(*last))",
+        "test_properties_shapes.py::test_the_smallest_request_keeps_systems_pairs_and_the_newest_turn",
+    ),
+    (
+        "smallest request: the newest unit loses its tool results",
+        "truncate.py",
+        "    keep = set(where.systems) | set(range(*last))",
+        "    keep = set(where.systems) | {last[0]}",
+        "test_properties_shapes.py::test_the_smallest_request_keeps_systems_pairs_and_the_newest_turn",
+    ),
+    (
+        "async-only summarizer: not awaited under sync compress",
+        "_model_call.py",
+        "        if inspect.isawaitable(reply):\n",
+        "        if False:\n",
+        "test_state_between_calls.py::test_an_async_only_summarizer_writes_the_summary_under_sync_compress",
     ),
 ]
 

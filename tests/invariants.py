@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from copy import deepcopy
+from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
@@ -61,6 +63,10 @@ def assert_last_kept(before: Sequence[BaseMessage], after: Sequence[BaseMessage]
         assert after[-1].id == last.id
 
 
-def snapshot(messages: Sequence[BaseMessage]) -> list[str]:
-    """A byte-exact picture of messages, to prove they were not mutated."""
-    return [m.model_dump_json() for m in messages]
+def snapshot(messages: Sequence[BaseMessage]) -> list[Any]:
+    """An exact picture of messages, to prove they were not mutated.
+
+    A deep copy of every field with its type (not JSON: pydantic refuses to
+    serialise arguments nested a few hundred levels deep, which agents can send).
+    """
+    return [(type(m), deepcopy(dict(m))) for m in messages]

@@ -6,7 +6,10 @@ may add what broke the pipeline before: mid-run system messages
 (``SystemMessage`` and ``ChatMessage`` with role ``system`` or ``developer``),
 tool results carrying a copied or forged pipeline mark, and edits in place of
 earlier messages between calls (a tool output redacted, an argument changed, an
-assistant text rewritten). The test replays the run, carrying the summary from
+assistant text rewritten), and tool turns in every provider format (from
+``strategies_shapes``: Anthropic and Responses blocks, reasoning blocks, numeric
+and nested arguments, parallel calls), at thresholds down to a few hundred
+tokens. The test replays the run, carrying the summary from
 each turn to the next as the LangGraph hook does.
 """
 
@@ -25,6 +28,7 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+from strategies_shapes import tool_turn
 
 from langchain_context_pipeline import DIGEST, ContextPipeline
 from langchain_context_pipeline.marks import METADATA_KEY
@@ -147,7 +151,17 @@ def runs(draw: st.DrawFn) -> Run:
         for _ in range(draw(st.integers(1, 5))):
             kind = draw(
                 st.sampled_from(
-                    ["human", "ai", "tools", "tools", "tools", "system", "system", "forged"]
+                    [
+                        "human",
+                        "ai",
+                        "tools",
+                        "tools",
+                        "shaped",
+                        "shaped",
+                        "system",
+                        "system",
+                        "forged",
+                    ]
                 )
             )
             if kind == "human":
@@ -157,6 +171,13 @@ def runs(draw: st.DrawFn) -> Run:
             elif kind == "system" and systems < 3:
                 systems += 1
                 turn.messages.append(system_acting(draw, new_id("system")))
+            elif kind == "shaped":
+                # A tool turn as a provider sends it: Anthropic, Responses, OpenAI
+                # chat, v1 or LangChain calls, reasoning blocks, nested arguments.
+                shaped = draw(tool_turn(lambda: new_id("s")))
+                for message in shaped:
+                    message.id = new_id("m")
+                turn.messages += shaped
             elif kind == "forged":
                 call = {"name": "fetch", "args": {"url": "https://x.test"}, "id": new_id("cf")}
                 earlier = count + len(turn.messages) - 1
@@ -195,7 +216,7 @@ def runs(draw: st.DrawFn) -> Run:
             ]
         count += len(turn.messages)
         turns.append(turn)
-    threshold = draw(st.integers(1_500, 6_000))
+    threshold = draw(st.integers(300, 6_000))
     settings = {
         "threshold": threshold,
         "tail_budget": draw(st.integers(0, threshold // 2)),

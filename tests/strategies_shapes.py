@@ -136,6 +136,19 @@ def _result_content(draw: st.DrawFn) -> Any:
 
 
 @st.composite
+def anthropic_result(draw: st.DrawFn, call_id: str) -> dict[str, Any]:
+    """A ``tool_result`` block: string content or text blocks, sometimes an error."""
+    text = draw(texts())
+    content: Any = text
+    if draw(st.integers(0, 2)) == 0:
+        content = [{"type": "text", "text": text}, {"type": "text", "text": draw(texts(0, 600))}]
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id, "content": content}
+    if draw(st.integers(0, 4)) == 0:
+        block["is_error"] = True
+    return block
+
+
+@st.composite
 def tool_turn(draw: st.DrawFn, ids: Callable[[], str]) -> list[BaseMessage]:
     fmt = draw(st.sampled_from(FORMATS))
     calls = [
@@ -150,9 +163,7 @@ def tool_turn(draw: st.DrawFn, ids: Callable[[], str]) -> list[BaseMessage]:
     mid = f"m{ids()}"
     if fmt == "anthropic":
         ai = AIMessage(content, id=mid)
-        results = [
-            {"type": "tool_result", "tool_use_id": c["id"], "content": draw(texts())} for c in calls
-        ]
+        results = [draw(anthropic_result(c["id"])) for c in calls]
         return [ai, HumanMessage(results, id=f"m{ids()}")]
     kwargs: dict[str, Any] = {}
     if fmt == "openai":

@@ -12,6 +12,8 @@ recorded. Replies come from a script (a queue of :class:`StubReply`), then from 
 ``responder`` callable, then from ``default``; each reply may set an HTTP status
 (429, 500, ...), a delay before answering, raw body bytes, extra headers, tool
 calls, or ``drop=True`` to close the connection without answering.
+:func:`context_length_exceeded` is OpenAI's own error for a request over the
+model's window (HTTP 400, ``code: context_length_exceeded``).
 
 The server is a threaded ``http.server`` bound to 127.0.0.1 on a free port; it
 needs no network and stops cleanly (``stop()`` or leaving the ``with`` block).
@@ -28,7 +30,13 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["OpenAIStub", "RecordedRequest", "StubReply"]
+__all__ = [
+    "OpenAIStub",
+    "RecordedRequest",
+    "StubReply",
+    "context_length_body",
+    "context_length_exceeded",
+]
 
 _ERROR_TYPES = {
     400: "invalid_request_error",
@@ -87,6 +95,27 @@ class RecordedRequest:
 
 
 Responder = Callable[[RecordedRequest], StubReply]
+
+
+def context_length_body(window: int, requested: int) -> dict[str, Any]:
+    """OpenAI's error body for a request of ``requested`` tokens over a ``window``."""
+    return {
+        "error": {
+            "message": (
+                f"This model's maximum context length is {window} tokens. However, your "
+                f"messages resulted in {requested} tokens. Please reduce the length of "
+                "the messages."
+            ),
+            "type": "invalid_request_error",
+            "param": "messages",
+            "code": "context_length_exceeded",
+        }
+    }
+
+
+def context_length_exceeded(window: int, requested: int) -> StubReply:
+    """The HTTP 400 OpenAI answers a request of ``requested`` tokens over ``window`` with."""
+    return StubReply(status=400, body=context_length_body(window, requested))
 
 
 class OpenAIStub:

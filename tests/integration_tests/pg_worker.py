@@ -34,10 +34,8 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
+from fakes import Call, ReplyingChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, messages_to_dict
-from langchain_core.outputs import ChatGeneration, ChatResult
 
 TASK_ID = "task"
 CALL_ID = re.compile(r"call-\d+-\d+")
@@ -81,17 +79,14 @@ def parse_prompt(messages: list[BaseMessage]) -> tuple[list[str], list[str]]:
     return ids, labels
 
 
-class RecordingSummarizer(BaseChatModel):
+class RecordingSummarizer(ReplyingChatModel):
     """A deterministic summarizer that logs the spans it covers, and may hang."""
 
+    llm_type = "recording-summarizer"
     worker: str
     log_path: str
     hang: bool = False
     calls: int = 0
-
-    @property
-    def _llm_type(self) -> str:
-        return "recording-summarizer"
 
     def _log(self, record: dict[str, Any]) -> None:
         with open(self.log_path, "a", encoding="utf-8") as fh:
@@ -99,13 +94,7 @@ class RecordingSummarizer(BaseChatModel):
             fh.flush()
             os.fsync(fh.fileno())
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def _reply(self, messages: list[BaseMessage], call: Call) -> str:
         self.calls += 1
         label = f"SUMMARY[{self.worker}-{os.getpid()}-{self.calls}]"
         ids, previous = parse_prompt(messages)
@@ -116,7 +105,7 @@ class RecordingSummarizer(BaseChatModel):
         merged = f" merged {previous[0]}" if previous else ""
         text = f"{label}: covers {len(ids)} tool results: {' '.join(ids)}.{merged}"
         self._log({**record, "phase": "end"})
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(text))])
+        return text
 
 
 class _Worker:

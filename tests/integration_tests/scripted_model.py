@@ -13,17 +13,13 @@ the agent's own model can be the summarizer.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
+from fakes import Call, ReplyingChatModel
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool, tool
-from langchain_core.utils.function_calling import convert_to_openai_tool
 from pydantic import Field, PrivateAttr
 
 TASK = "Fix the failing test in the payments service and explain the root cause."
@@ -79,9 +75,10 @@ class Request:
     probe: Any = None
 
 
-class ScriptedToolModel(BaseChatModel):
+class ScriptedToolModel(ReplyingChatModel):
     """Calls tools for ``steps`` steps (counting from ``start``), then answers."""
 
+    llm_type = "scripted-tool-model"
     steps: int = 60
     start: int = 0
     text_chars: int = 1990
@@ -91,28 +88,12 @@ class ScriptedToolModel(BaseChatModel):
     summaries: list[list[BaseMessage]] = Field(default_factory=list)
     _calls: int = PrivateAttr(default=0)
 
-    @property
-    def _llm_type(self) -> str:
-        return "scripted-tool-model"
-
-    def bind_tools(
-        self,
-        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
-        *,
-        tool_choice: Any = None,
-        **kwargs: Any,
-    ) -> Runnable[LanguageModelInput, AIMessage]:
-        schemas = [convert_to_openai_tool(t) for t in tools]
-        return self.bind(tools=schemas, **kwargs)
-
-    def _reply(
-        self, messages: list[BaseMessage], kwargs: dict[str, Any], tags: list[str] | None
-    ) -> AIMessage:
-        if "nostream" in (tags or []):
+    def _reply(self, messages: list[BaseMessage], call: Call) -> AIMessage:
+        if "nostream" in call.tags:
             self.summaries.append(list(messages))
             return AIMessage(f"{SUMMARY_MARKER}: modules read so far, the bug is not found yet.")
         probe = self.probe() if self.probe is not None else None
-        self.requests.append(Request(list(messages), list(kwargs.get("tools") or []), probe))
+        self.requests.append(Request(list(messages), list(call.kwargs.get("tools") or []), probe))
         step = self.start + self._calls
         self._calls += 1
         if step >= self.steps:
@@ -138,64 +119,23 @@ class ScriptedToolModel(BaseChatModel):
             )
         return AIMessage(filler(f"step {step}", self.text_chars), tool_calls=calls, id=f"ai-{step}")
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        tags = run_manager.tags if run_manager is not None else None
-        return ChatResult(generations=[ChatGeneration(message=self._reply(messages, kwargs, tags))])
 
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        tags = run_manager.tags if run_manager is not None else None
-        return ChatResult(generations=[ChatGeneration(message=self._reply(messages, kwargs, tags))])
-
-
-class CountingSummarizer(BaseChatModel):
+class CountingSummarizer(ReplyingChatModel):
     """A summarizer that writes ``fill`` of the max-tokens hint it is given, and counts calls.
 
     Each call is recorded with its prompt, its keyword arguments and the path
     (``"sync"`` or ``"async"``) it came through.
     """
 
+    llm_type = "counting-summarizer"
     fill: float = 0.9
     max_tokens: int | None = None
     calls: list[dict[str, Any]] = Field(default_factory=list)
 
-    @property
-    def _llm_type(self) -> str:
-        return "counting-summarizer"
-
-    def _text(self, messages: list[BaseMessage], kwargs: dict[str, Any], path: str) -> str:
-        self.calls.append({"messages": list(messages), "kwargs": dict(kwargs), "path": path})
-        hint = kwargs.get("max_tokens") or 1000
+    def _reply(self, messages: list[BaseMessage], call: Call) -> str:
+        self.calls.append(
+            {"messages": list(messages), "kwargs": dict(call.kwargs), "path": call.path}
+        )
+        hint = call.kwargs.get("max_tokens") or 1000
         head = f"{SUMMARY_MARKER} #{len(self.calls)}: "
         return head + filler(f"summary {len(self.calls)}", max(int(hint * 4 * self.fill) - 80, 40))
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        text = self._text(messages, kwargs, "sync")
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(text))])
-
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        text = self._text(messages, kwargs, "async")
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(text))])

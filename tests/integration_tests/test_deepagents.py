@@ -13,15 +13,13 @@ import asyncio
 import contextlib
 import hashlib
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from fakes import FailingModel
+from fakes import Call, FailingModel, ReplyingChatModel
 from invariants import orphans, unanswered
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
 from langchain_core.exceptions import ContextOverflowError
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -29,10 +27,7 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
-from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import Runnable
-from langchain_core.tools import BaseTool, tool
-from langchain_core.utils.function_calling import convert_to_openai_tool
+from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field
 from scripted_model import CountingSummarizer
@@ -77,7 +72,7 @@ def lookup(query: str) -> str:
     return page(query)
 
 
-class DeepScriptedModel(BaseChatModel):
+class DeepScriptedModel(ReplyingChatModel):
     """Follows one script per conversation, keyed by the conversation's first user message.
 
     The main conversation calls ``lookup`` for ``STEPS`` steps and delegates at the
@@ -85,32 +80,20 @@ class DeepScriptedModel(BaseChatModel):
     steps. Every request is recorded with the tool schemas bound to it.
     """
 
+    llm_type = "deep-scripted"
     requests: list[tuple[str, list[BaseMessage], list[dict[str, Any]]]] = Field(
         default_factory=list
     )
     steps: dict[str, int] = Field(default_factory=dict)
     summaries: list[list[BaseMessage]] = Field(default_factory=list)
 
-    @property
-    def _llm_type(self) -> str:
-        return "deep-scripted"
-
-    def bind_tools(
-        self,
-        tools: Sequence[dict[str, Any] | type | Callable[..., Any] | BaseTool],
-        *,
-        tool_choice: Any = None,
-        **kwargs: Any,
-    ) -> Runnable[LanguageModelInput, AIMessage]:
-        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
-
-    def _reply(self, messages: list[BaseMessage], kwargs: dict[str, Any]) -> AIMessage:
-        if not kwargs.get("tools"):  # deepagents' own summarizer call: no tools bound
+    def _reply(self, messages: list[BaseMessage], call: Call) -> AIMessage:
+        if not call.kwargs.get("tools"):  # deepagents' own summarizer call: no tools bound
             self.summaries.append(list(messages))
             return AIMessage("A summary written by deepagents.")
         asks = [str(m.content) for m in messages if isinstance(m, HumanMessage)]
         key = "main" if TASK in asks else next((a for a in asks if a.startswith("SUBTASK")), "?")
-        self.requests.append((key, list(messages), list(kwargs.get("tools") or [])))
+        self.requests.append((key, list(messages), list(call.kwargs.get("tools") or [])))
         step = self.steps.get(key, 0)
         self.steps[key] = step + 1
         tag = "m" if key == "main" else hashlib.sha256(key.encode()).hexdigest()[:6]
@@ -121,29 +104,11 @@ class DeepScriptedModel(BaseChatModel):
         if key == "main" and step in SUBTASKS:
             kind, description = SUBTASKS[step]
             args = {"description": description, "subagent_type": kind}
-            call = {"name": "task", "args": args, "id": f"{tag}-{step}", "type": "tool_call"}
+            tool_call = {"name": "task", "args": args, "id": f"{tag}-{step}", "type": "tool_call"}
         else:
             args = {"query": f"{tag} handler {step}"}
-            call = {"name": "lookup", "args": args, "id": f"{tag}-{step}", "type": "tool_call"}
-        return AIMessage(text, tool_calls=[call], id=f"{tag}-ai-{step}")
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=self._reply(messages, kwargs))])
-
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=self._reply(messages, kwargs))])
+            tool_call = {"name": "lookup", "args": args, "id": f"{tag}-{step}", "type": "tool_call"}
+        return AIMessage(text, tool_calls=[tool_call], id=f"{tag}-ai-{step}")
 
 
 def new_model() -> DeepScriptedModel:

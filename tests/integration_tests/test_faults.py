@@ -23,11 +23,9 @@ from typing import Any
 
 import httpx
 import pytest
+from fakes import Call, ReplyingChatModel
 from invariants import assert_last_kept, assert_pairs_kept, assert_systems_kept, snapshot
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_openai import ChatOpenAI
 from openai_stub import OpenAIStub, StubReply
 
@@ -89,26 +87,21 @@ def test_the_history_needs_the_condenser_and_is_free_of_leak_words() -> None:
 # -- the fault matrix -----------------------------------------------------------------------
 
 
-class ScriptedSummarizer(BaseChatModel):
+class ScriptedSummarizer(ReplyingChatModel):
     """A chat model whose every reply (sync and async) comes from ``reply(prompt)``."""
 
-    reply: Callable[[list[BaseMessage]], Any]
+    llm_type = "scripted-summarizer"
+    reply: Callable[[list[BaseMessage]], AIMessage]
     calls: int = 0
 
-    @property
-    def _llm_type(self) -> str:
-        return "scripted-summarizer"
-
-    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+    def _reply(self, messages: list[BaseMessage], call: Call) -> AIMessage:
         self.calls += 1
-        return ChatResult(generations=[ChatGeneration(message=self.reply(messages))])
+        return self.reply(messages)
 
-    async def _agenerate(
-        self, messages: list[BaseMessage], *args: Any, **kwargs: Any
-    ) -> ChatResult:
+    async def _areply(self, messages: list[BaseMessage], call: Call) -> AIMessage:
         self.calls += 1
         await asyncio.sleep(0)
-        return ChatResult(generations=[ChatGeneration(message=self.reply(messages))])
+        return self.reply(messages)
 
 
 class CallableSummarizer:
@@ -414,32 +407,23 @@ def test_a_success_resets_the_failure_streak(path: str) -> None:
 # -- 100 concurrent calls on one pipeline -------------------------------------------------------
 
 
-class InterleavingSummarizer(BaseChatModel):
+class InterleavingSummarizer(ReplyingChatModel):
     """Async only; deterministic: the reply depends on the prompt alone.
 
     It yields to the event loop a prompt-dependent number of times, so that
     concurrent calls interleave, and records how many calls were in flight at once.
     """
 
+    llm_type = "interleaving-summarizer"
     max_tokens: int | None = None
     in_flight: int = 0
     peak: int = 0
     calls: int = 0
 
-    @property
-    def _llm_type(self) -> str:
-        return "interleaving-summarizer"
-
-    def _generate(self, messages: list[BaseMessage], *args: Any, **kwargs: Any) -> ChatResult:
+    def _reply(self, messages: list[BaseMessage], call: Call) -> str:
         raise AssertionError("this summarizer is async only")
 
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    async def _areply(self, messages: list[BaseMessage], call: Call) -> str:
         self.calls += 1
         self.in_flight += 1
         self.peak = max(self.peak, self.in_flight)
@@ -449,10 +433,8 @@ class InterleavingSummarizer(BaseChatModel):
             await asyncio.sleep(0)
         self.in_flight -= 1
         paths = sorted(set(re.findall(r"src/billing/part_\d+\.py", body)))
-        text = (
-            f"Summary {digest[:16]} ({kwargs.get('max_tokens')} tokens max): read {' '.join(paths)}"
-        )
-        return ChatResult(generations=[ChatGeneration(message=AIMessage(text))])
+        max_tokens = call.kwargs.get("max_tokens")
+        return f"Summary {digest[:16]} ({max_tokens} tokens max): read {' '.join(paths)}"
 
 
 async def test_100_concurrent_ainvoke_on_one_pipeline_equal_serial_runs() -> None:

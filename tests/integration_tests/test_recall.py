@@ -13,18 +13,13 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from fakes import Call, ReplyingChatModel
 from langchain.agents import create_agent
-from langchain_core.callbacks import AsyncCallbackManagerForLLMRun, CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel, LanguageModelInput
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
-from langchain_core.runnables import Runnable
 from langchain_core.tools import BaseTool, tool
-from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt import create_react_agent
 from langgraph.store.memory import InMemoryStore
@@ -58,9 +53,10 @@ def read_file(path: str) -> str:
     return BIG if path == BIG_PATH else file_content(path)
 
 
-class RecallingModel(BaseChatModel):
+class RecallingModel(ReplyingChatModel):
     """Reads files; at step ``recall_at`` recalls the big file's brief, page by page."""
 
+    llm_type = "recalling-model"
     recall_at: int = RECALL_AT
     requests: list[list[BaseMessage]] = Field(default_factory=list)
     pages: list[str] = Field(default_factory=list)
@@ -68,21 +64,12 @@ class RecallingModel(BaseChatModel):
     _calls: int = PrivateAttr(default=0)
     _ref: str = PrivateAttr(default="")
 
-    @property
-    def _llm_type(self) -> str:
-        return "recalling-model"
-
-    def bind_tools(
-        self, tools: Sequence[Any], *, tool_choice: Any = None, **kwargs: Any
-    ) -> Runnable[LanguageModelInput, AIMessage]:
-        return self.bind(tools=[convert_to_openai_tool(t) for t in tools], **kwargs)
-
     @staticmethod
     def _call(name: str, args: dict[str, Any], cid: str) -> AIMessage:
         call = {"name": name, "args": args, "id": cid, "type": "tool_call"}
         return AIMessage(f"step {cid}", tool_calls=[call], id=f"ai-{cid}")
 
-    def _reply(self, messages: list[BaseMessage]) -> AIMessage:
+    def _reply(self, messages: list[BaseMessage], call: Call) -> AIMessage:
         self.requests.append(list(messages))
         step = self._calls
         self._calls += 1
@@ -108,24 +95,6 @@ class RecallingModel(BaseChatModel):
             self._ref = match.group(1)
             return self._call("recall", {"ref": self._ref}, f"recall-{step}")
         return self._call("read_file", {"path": f"src/module_{step}.py"}, f"call-{step}")
-
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=self._reply(messages))])
-
-    async def _agenerate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: AsyncCallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
-        return ChatResult(generations=[ChatGeneration(message=self._reply(messages))])
 
 
 def page_text(page: str) -> str:

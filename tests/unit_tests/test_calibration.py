@@ -3,16 +3,40 @@
 
 from __future__ import annotations
 
+import json
+import logging
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 import pytest
 import quicktok
+from fakes import Call, ReplyingChatModel
+from hypothesis import given
+from hypothesis import strategies as st
 from langchain.agents.middleware.types import ExtendedModelResponse, ModelRequest, ModelResponse
 from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages.utils import count_tokens_approximately
+from langchain_core.tools import BaseTool, tool
+from langchain_core.utils.function_calling import convert_to_openai_tool
+from langgraph.checkpoint.sqlite import SqliteSaver
+from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from langgraph.prebuilt import create_react_agent
+from pydantic import Field, PrivateAttr
 
+from langchain_context_pipeline import DIGEST
 from langchain_context_pipeline._overflow import overflow_of
-from langchain_context_pipeline.calibration import CALIBRATION_STATE_KEY, Calibration
+from langchain_context_pipeline.calibration import (
+    CALIBRATION_STATE_KEY,
+    MAX_CORRECTION,
+    MAX_DECREASE,
+    MIN_CORRECTION,
+    SAFETY_MARGIN,
+    Calibration,
+)
+from langchain_context_pipeline.langgraph import ContextPipelineHook, create_pre_model_hook
 from langchain_context_pipeline.middleware import ContextPipelineMiddleware
 from langchain_context_pipeline.tokens import MESSAGE_OVERHEAD_TOKENS, countable_parts
 
@@ -150,17 +174,28 @@ def test_a_context_length_error_is_retried_once_within_a_smaller_budget() -> Non
     assert len(handler.errors) == 1 and len(handler.requests) == 13
     failed = next(i for i, r in enumerate(handler.requests) if len(r.messages) > 10)
     first, retry = handler.requests[failed], handler.requests[failed + 1]
-    assert first.messages == retry.messages or true_tokens(list(retry.messages)) < true_tokens(
-        list(first.messages)
-    )
+    # The error reports a request within its window (as when room for the reply is
+    # what ran out): the retry is smaller than the rejected request all the same.
+    assert true_tokens(list(retry.messages)) < true_tokens(list(first.messages))
     assert true_tokens(list(retry.messages)) <= WINDOW // 2  # the window the error reported
 
 
 def test_a_second_context_length_error_reaches_the_caller_unchanged() -> None:
+    handler = UsageHandler(fail=2, fail_after=10)
+    with pytest.raises(RuntimeError) as raised:
+        run_agent(12, handler)
+    assert raised.value is handler.errors[1]
+    # The calls before, the rejected one and its one retry, then nothing.
+    assert len(handler.requests) == 7 and len(handler.requests[5].messages) > 10
+
+
+def test_with_no_room_to_shrink_into_the_error_reaches_the_caller_at_once() -> None:
+    # The system prompt and the task alone: a retry could only send the same again.
     handler = UsageHandler(fail=2)
     with pytest.raises(RuntimeError) as raised:
         run_agent(1, handler)
-    assert raised.value is handler.errors[1]
+    assert raised.value is handler.errors[0]
+    assert len(handler.requests) == 1
 
 
 def test_overflow_errors_are_recognised_and_read() -> None:
@@ -177,3 +212,404 @@ def test_overflow_errors_are_recognised_and_read() -> None:
 
     bare = overflow_of(ContextOverflowError("too big"))
     assert bare is not None and bare.window is None
+
+
+def reply_reporting(tokens: int) -> AIMessage:
+    reply = AIMessage("好的")
+    reply.usage_metadata = {"input_tokens": tokens, "output_tokens": 1, "total_tokens": tokens + 1}
+    return reply
+
+
+@given(st.lists(st.tuples(st.integers(1, 200_000), st.floats(0.1, 5.0)), min_size=1, max_size=12))
+def test_the_correction_is_bounded_and_comes_down_slowly(
+    calls: list[tuple[int, float]],
+) -> None:
+    calibration = Calibration()
+    for sent, ratio in calls:
+        before = calibration
+        calibration, _ = calibration.sending(sent).observe(reply_reporting(round(sent * ratio)))
+        assert MIN_CORRECTION <= calibration.correction <= MAX_CORRECTION
+        if before.samples:  # the first measurement replaces the default at once
+            assert calibration.correction >= before.correction * (1 - MAX_DECREASE) - 1e-12
+
+
+def test_a_compressed_request_does_not_loosen_the_budget_for_the_raw_history() -> None:
+    # Raw Chinese measured 3.3 provider tokens per counted token; the next request,
+    # briefs and a summary, measures 2.9. The raw history may come back next call.
+    raw, _ = Calibration().sending(1000).observe(reply_reporting(3300))
+    briefs, _ = raw.sending(1000).observe(reply_reporting(2900))
+    assert briefs.correction == pytest.approx(3.3 * SAFETY_MARGIN * (1 - MAX_DECREASE))
+    assert briefs.correction > 0.99 * 3.3 > 2.9 * SAFETY_MARGIN  # not the briefs' ratio
+
+
+@given(
+    sent=st.integers(2, 500_000),
+    threshold=st.integers(1_000, 1_000_000),
+    correction=st.floats(MIN_CORRECTION, MAX_CORRECTION),
+    requested=st.none() | st.integers(1, 2_000_000),
+    window=st.none() | st.integers(1, 1_000_000),
+)
+def test_the_retry_is_smaller_than_the_rejected_request_and_its_budget(
+    sent: int, threshold: int, correction: float, requested: int | None, window: int | None
+) -> None:
+    rejected = Calibration(correction=correction).sending(sent)
+    budget = rejected.retry_budget(threshold, requested, window)
+    assert 1 <= budget < sent
+    assert budget <= rejected.budget(threshold)
+    if requested and window and requested > window:  # at least the reported overshoot
+        assert budget <= max(1, sent * window / requested)
+
+
+# -- async: the middleware's awrap_model_call ---------------------------------------------
+
+
+async def arun_agent(steps: int, handler: UsageHandler) -> tuple[list[float], dict[str, Any]]:
+    """:func:`run_agent` through ``awrap_model_call`` with an async handler."""
+    mw = ContextPipelineMiddleware(threshold=WINDOW, tail_budget=4000)
+    messages: list[BaseMessage] = [HumanMessage("请阅读文档并总结。", id="task")]
+    state: dict[str, Any] = {}
+    corrections = []
+
+    async def ahandler(request: ModelRequest[Any]) -> ModelResponse[Any]:
+        return handler(request)
+
+    for i in range(steps):
+        out = await mw.awrap_model_call(request(messages, state), ahandler)
+        if isinstance(out, ExtendedModelResponse):
+            assert out.command is not None
+            state.update(out.command.update)  # type: ignore[arg-type]
+        corrections.append(Calibration.from_state(state.get(CALIBRATION_STATE_KEY)).correction)
+        messages = [*messages, *chinese_step(i)]
+    return corrections, state
+
+
+async def test_async_sixty_steps_calibrate_as_the_sync_path_does() -> None:
+    handler = UsageHandler()
+    corrections, state = await arun_agent(60, handler)
+    for n, sent in enumerate(handler.requests[1:], start=2):
+        real = true_tokens([sent.system_message, *sent.messages])  # type: ignore[list-item]
+        assert real <= WINDOW, f"call {n}: {real} > {WINDOW}"
+    assert corrections[0] != 1.0
+    sync_handler = UsageHandler()
+    sync_corrections, sync_state = run_agent(60, sync_handler)
+    assert corrections == sync_corrections and state == sync_state
+    assert [list(r.messages) for r in handler.requests] == [
+        list(r.messages) for r in sync_handler.requests
+    ]
+
+
+@pytest.mark.parametrize("usage", [None, 0, -5, 1_000_000_000])
+async def test_async_missing_or_absurd_usage_changes_nothing_and_warns_once(
+    usage: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    corrections, state = await arun_agent(4, UsageHandler(usage=usage))
+    assert corrections == [1.0] * 4
+    assert CALIBRATION_STATE_KEY not in state
+    assert caplog.text.count("token calibration") == 1
+
+
+async def test_async_context_length_error_is_retried_once_within_a_smaller_budget() -> None:
+    handler = UsageHandler(fail=1, fail_after=10)
+    await arun_agent(12, handler)
+    assert len(handler.errors) == 1 and len(handler.requests) == 13
+    failed = next(i for i, r in enumerate(handler.requests) if len(r.messages) > 10)
+    first, retry = handler.requests[failed], handler.requests[failed + 1]
+    assert true_tokens(list(retry.messages)) < true_tokens(list(first.messages))
+    assert true_tokens(list(retry.messages)) <= WINDOW // 2
+
+
+async def test_async_second_context_length_error_reaches_the_caller_unchanged() -> None:
+    handler = UsageHandler(fail=2, fail_after=10)
+    with pytest.raises(RuntimeError) as raised:
+        await arun_agent(12, handler)
+    assert raised.value is handler.errors[1]
+    assert len(handler.requests) == 7 and len(handler.requests[5].messages) > 10
+
+
+async def test_async_with_no_room_to_shrink_into_the_error_reaches_the_caller_at_once() -> None:
+    handler = UsageHandler(fail=2)
+    with pytest.raises(RuntimeError) as raised:
+        await arun_agent(1, handler)
+    assert raised.value is handler.errors[0]
+    assert len(handler.requests) == 1
+
+
+# -- through the LangGraph pre-model hook -------------------------------------------------
+
+react_agent_warning = pytest.mark.filterwarnings(
+    "ignore:create_react_agent has been moved:DeprecationWarning"
+)
+
+
+@tool
+def read_chapter(path: str) -> str:
+    """读取文档的一章。"""
+    return f"{path}：上下文管道在每次调用模型之前压缩对话，保留任务和最近的消息。" * 25
+
+
+HOOK_TOOLS: list[BaseTool] = [read_chapter]
+TASK = "请阅读文档并总结。"
+COUNTERS: dict[str, Any] = {
+    # The content-aware estimate counts Chinese high; LangChain's chars/4 counts it
+    # about 3.7 times low: without calibration its budget would be far past the window.
+    "estimate": None,
+    "chars/4": count_tokens_approximately,
+}
+
+
+def schema_tokens(tools: Sequence[dict[str, Any]]) -> int:
+    """The true cl100k tokens of the tool schemas a request carries."""
+    return len(CL100K.encode_ordinary(json.dumps(list(tools), ensure_ascii=False))) if tools else 0
+
+
+class ChatTrueUsage(ReplyingChatModel):
+    """Reads one chapter a call for ``steps`` calls, then answers.
+
+    Every reply reports in ``usage_metadata["input_tokens"]`` the true cl100k count of
+    all it was sent: system prompt, messages and tool schemas. ``usage`` makes it
+    report nothing (``None``), a fixed count, or (``"other"``) the true count under
+    another provider's name.
+    """
+
+    llm_type = "true-usage"
+    model_name: str = "stub-cl100k"
+    steps: int = 60
+    start: int = 0
+    usage: Any = "true"
+    requests: list[tuple[list[BaseMessage], int]] = Field(default_factory=list)
+    _calls: int = PrivateAttr(default=0)
+
+    def _reply(self, messages: list[BaseMessage], call: Call) -> AIMessage:
+        tokens = true_tokens(messages) + schema_tokens(call.kwargs.get("tools") or [])
+        self.requests.append((list(messages), tokens))
+        step = self.start + self._calls
+        self._calls += 1
+        if step >= self.steps:
+            reply = AIMessage("全部读完了：每一章都讲上下文管道。")
+        else:
+            tool_call = {
+                "name": "read_chapter",
+                "args": {"path": f"docs/第{step}章.md"},
+                "id": f"c{step}",
+                "type": "tool_call",
+            }
+            reply = AIMessage(f"我来读第{step}章。", tool_calls=[tool_call])
+        other = self.usage == "other"
+        reply.response_metadata = {
+            "model_provider": "anthropic" if other else "trueusage",
+            "model_name": "claude-sonnet-4" if other else self.model_name,
+        }
+        count = tokens if self.usage in ("true", "other") else self.usage
+        if count is not None:
+            reply.usage_metadata = {
+                "input_tokens": count,
+                "output_tokens": 8,
+                "total_tokens": count + 8,
+            }
+        return reply
+
+
+def hook_agent(model: ChatTrueUsage, counter: Any, checkpointer: Any) -> tuple[Any, Any]:
+    """A ``create_react_agent`` graph with the hook, told the prompt and tools it sends."""
+    hook = create_pre_model_hook(
+        threshold=WINDOW,
+        tail_budget=4000,
+        model=DIGEST,
+        token_counter=counter,
+        agent_model=model,
+        system_prompt=SYSTEM,
+        tools=HOOK_TOOLS,
+    )
+    agent = create_react_agent(
+        model, HOOK_TOOLS, prompt=SYSTEM, pre_model_hook=hook, checkpointer=checkpointer
+    )
+    return agent, hook
+
+
+def thread(name: str) -> dict[str, Any]:
+    return {"configurable": {"thread_id": name}, "recursion_limit": 1000}
+
+
+def used_corrections(snapshots: Sequence[Any]) -> list[float]:
+    """The correction each model call was budgeted with, oldest first.
+
+    Read from the checkpoints taken between the hook and the model: the hook's
+    update is in graph state there.
+    """
+    return [
+        Calibration.from_state(s.values.get(CALIBRATION_STATE_KEY)).correction
+        for s in reversed(snapshots)
+        if s.next == ("agent",)
+    ]
+
+
+def counted(hook: Any, messages: list[BaseMessage]) -> int:
+    """What a request costs by the hook's counter: messages, system prompt and tools."""
+    schemas = [convert_to_openai_tool(t) for t in HOOK_TOOLS]
+    text = json.dumps(schemas, ensure_ascii=False, sort_keys=True)
+    counter = hook.pipeline.token_counter
+    rest = [m for m in messages if not isinstance(m, SystemMessage)]
+    return int(counter(rest) + counter([SystemMessage(SYSTEM)]) + counter([SystemMessage(text)]))
+
+
+def assert_calibrated_run(
+    model: ChatTrueUsage, hook: Any, corrections: list[float], counter: str
+) -> None:
+    """Every call from the second on fits the window; each reply sets the next correction."""
+    assert len(corrections) == len(model.requests) == 61
+    for n, (_, tokens) in enumerate(model.requests[1:], start=2):
+        assert tokens <= WINDOW, f"call {n}: {tokens} true tokens > {WINDOW}"
+    assert corrections[0] == 1.0
+    ratios = [tokens / counted(hook, messages) for messages, tokens in model.requests]
+    # One reply is enough: the second call uses the first call's ratio (within 5%,
+    # the safety margin included), and no call uses less than its previous call's.
+    assert corrections[1] == pytest.approx(ratios[0], rel=0.05)
+    assert corrections[1] != 1.0
+    for n, (correction, ratio) in enumerate(
+        zip(corrections[1:], ratios[:-1], strict=True), start=2
+    ):
+        assert correction >= ratio, f"call {n}"
+    if counter == "estimate":
+        # A counter that follows the content: every call's correction is its previous
+        # call's ratio with the safety margin, within 5%.
+        for n, (correction, ratio) in enumerate(
+            zip(corrections[1:], ratios[:-1], strict=True), start=2
+        ):
+            assert correction == pytest.approx(ratio * SAFETY_MARGIN, rel=0.05), f"call {n}"
+    # Sixty chapters are several windows: the window, not the run, bounded the calls.
+    chapter = len(CL100K.encode_ordinary(read_chapter.invoke({"path": "docs/第1章.md"})))
+    assert 60 * chapter > 3 * WINDOW
+
+
+@react_agent_warning
+@pytest.mark.parametrize("counter", list(COUNTERS))
+def test_hook_sixty_steps_in_chinese_stay_within_the_window_by_the_true_count(
+    counter: str, tmp_path: Path
+) -> None:
+    model = ChatTrueUsage()
+    with sqlite3.connect(tmp_path / "graph.sqlite", check_same_thread=False) as conn:
+        agent, hook = hook_agent(model, COUNTERS[counter], SqliteSaver(conn))
+        agent.invoke({"messages": [HumanMessage(TASK)]}, thread("run"))
+        corrections = used_corrections(list(agent.get_state_history(thread("run"))))
+    assert_calibrated_run(model, hook, corrections, counter)
+
+
+@react_agent_warning
+@pytest.mark.parametrize("counter", list(COUNTERS))
+async def test_hook_async_sixty_steps_stay_within_the_window_by_the_true_count(
+    counter: str, tmp_path: Path
+) -> None:
+    model = ChatTrueUsage()
+    async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "graph.sqlite")) as saver:
+        agent, hook = hook_agent(model, COUNTERS[counter], saver)
+        await agent.ainvoke({"messages": [HumanMessage(TASK)]}, thread("run"))
+        snapshots = [s async for s in agent.aget_state_history(thread("run"))]
+    assert_calibrated_run(model, hook, used_corrections(snapshots), counter)
+
+
+@react_agent_warning
+@pytest.mark.parametrize("path", ["sync", "async"])
+@pytest.mark.parametrize("usage", [None, "other", 0, -5, 1_000_000_000])
+async def test_hook_ignores_missing_foreign_or_absurd_usage_and_warns_once(
+    usage: Any, path: str, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    model = ChatTrueUsage(steps=6, usage=usage)
+    with sqlite3.connect(tmp_path / "graph.sqlite", check_same_thread=False) as conn:
+        agent, _ = hook_agent(model, None, SqliteSaver(conn))
+        if path == "sync":
+            agent.invoke({"messages": [HumanMessage(TASK)]}, thread("run"))
+        else:
+            async with AsyncSqliteSaver.from_conn_string(str(tmp_path / "a.sqlite")) as saver:
+                agent, _ = hook_agent(model, None, saver)
+                await agent.ainvoke({"messages": [HumanMessage(TASK)]}, thread("run"))
+                snapshots = [s async for s in agent.aget_state_history(thread("run"))]
+        if path == "sync":
+            snapshots = list(agent.get_state_history(thread("run")))
+    assert used_corrections(snapshots) == [1.0] * 7
+    assert caplog.text.count("token calibration") == 1
+
+
+def test_hook_learns_from_the_first_reply_after_the_request_it_recorded(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    hook = create_pre_model_hook(threshold=WINDOW)
+    stale = AIMessage("旧的回答", id="old")
+    stale.usage_metadata = {"input_tokens": 900, "output_tokens": 1, "total_tokens": 901}
+    recorded = {"correction": 1.0, "sent": 100, "after": "asked", "samples": 0}
+    history = [HumanMessage("你好", id="first"), stale, HumanMessage("请继续。", id="asked")]
+
+    def correction(messages: list[BaseMessage]) -> float:
+        update = hook.invoke({"messages": messages, CALIBRATION_STATE_KEY: recorded})
+        return Calibration.from_state(update[CALIBRATION_STATE_KEY]).correction
+
+    # No reply after the recorded request yet: an older reply's usage is not its.
+    with caplog.at_level(logging.WARNING):
+        assert correction(history) == 1.0
+    assert "no usage" in caplog.text
+    reply = AIMessage("好的", id="reply")
+    reply.usage_metadata = {"input_tokens": 150, "output_tokens": 1, "total_tokens": 151}
+    later = AIMessage("还有", id="later")
+    later.usage_metadata = {"input_tokens": 300, "output_tokens": 1, "total_tokens": 301}
+    assert correction([*history, reply, HumanMessage("再见", id="bye"), later]) == (
+        pytest.approx(1.5 * 1.03)
+    )
+
+
+@react_agent_warning
+def test_hook_calibration_lives_in_graph_state_and_survives_a_restart(tmp_path: Path) -> None:
+    path = tmp_path / "graph.sqlite"
+    undercount = COUNTERS["chars/4"]
+    first = ChatTrueUsage(steps=30)
+    with sqlite3.connect(path, check_same_thread=False) as conn:
+        agent, _ = hook_agent(first, undercount, SqliteSaver(conn))
+        agent.invoke({"messages": [HumanMessage(TASK)]}, thread("resume"))
+    conn.close()
+
+    # A new process: a new model, hook and graph on the same file.
+    model = ChatTrueUsage(start=30, steps=60)
+    with sqlite3.connect(path, check_same_thread=False) as conn:
+        agent, hook = hook_agent(model, undercount, SqliteSaver(conn))
+        resumed = agent.get_state(thread("resume")).values
+        stored = Calibration.from_state(resumed[CALIBRATION_STATE_KEY])
+        assert stored.correction > 2 and stored.sent > 0  # chars/4 counts Chinese low
+        go_on = HumanMessage("请继续。", id="continue")
+        agent.invoke({"messages": [go_on]}, thread("resume"))
+        snapshots = list(agent.get_state_history(thread("resume")))
+    conn.close()
+
+    corrections = used_corrections(snapshots)
+    assert len(corrections) == 31 + 31
+    # The first call after the restart learned from the reply before it, as it would have
+    # without the restart, and every call of the resumed run fits the window.
+    before = [t for m, t in first.requests][-1] / counted(hook, first.requests[-1][0])
+    assert corrections[31] == pytest.approx(before, rel=0.05)
+    assert all(tokens <= WINDOW for _, tokens in model.requests)
+    # Control: the same hook on the same state without the stored calibration sends
+    # far more than the window.
+    fresh = hook_agent(ChatTrueUsage(), undercount, None)[1]
+    blind = {k: v for k, v in resumed.items() if k != CALIBRATION_STATE_KEY}
+    sent = fresh.invoke({**blind, "messages": [*resumed["messages"], go_on]})
+    assert true_tokens([SystemMessage(SYSTEM), *sent["llm_input_messages"]]) > WINDOW
+    assert isinstance(fresh, ContextPipelineHook)
+
+
+@pytest.mark.parametrize("entry", ["middleware", "hook"])
+def test_a_correction_that_budgets_a_call_under_the_tail_budget_shrinks_the_tail(
+    entry: str,
+) -> None:
+    # threshold 8,000 with an explicit tail of 3,000; the provider counts four times
+    # what the counter does, so this call's budget is 2,000: under the tail.
+    calibration = {"correction": MAX_CORRECTION, "sent": 0, "after": None, "samples": 3}
+    messages: list[BaseMessage] = [HumanMessage("请阅读文档并总结。", id="task")]
+    for i in range(12):
+        messages += chinese_step(i)
+    if entry == "middleware":
+        mw = ContextPipelineMiddleware(threshold=8000, tail_budget=3000)
+        handler = UsageHandler(usage=None)
+        mw.wrap_model_call(request(messages, {CALIBRATION_STATE_KEY: calibration}), handler)
+        sent = [handler.requests[0].system_message, *handler.requests[0].messages]
+        assert mw.token_counter(sent) <= 8000 / MAX_CORRECTION  # type: ignore[arg-type]
+    else:
+        hook = create_pre_model_hook(threshold=8000, tail_budget=3000)
+        update = hook.invoke({"messages": messages, CALIBRATION_STATE_KEY: calibration})
+        assert hook.pipeline.token_counter(update["llm_input_messages"]) <= 8000 / MAX_CORRECTION

@@ -17,6 +17,7 @@ from langgraph.constants import TAG_NOSTREAM
 
 from langchain_context_pipeline import CONDENSED_TAG, Condenser, is_pipeline_summary
 from langchain_context_pipeline._model_call import TAG_NOSTREAM as OUR_NOSTREAM
+from langchain_context_pipeline.digest import build_digest, build_index
 from langchain_context_pipeline.tokens import estimate_tokens
 
 
@@ -349,3 +350,41 @@ def test_the_transcript_sent_to_the_summarizer_is_capped() -> None:
     assert len(body) < 110_000
     assert "message 0 " in body and "message 999 " in body
     assert "messages omitted here" in body
+
+
+def _read_file_turn(fmt: str) -> list[BaseMessage]:
+    output = "def main():\n    FAILED test_x\n" * 20
+    if fmt == "langchain":
+        call = {"name": "read_file", "args": {"path": "src/app.py"}, "id": "c1"}
+        return [
+            AIMessage("reading", tool_calls=[call], id="a"),
+            ToolMessage(output, tool_call_id="c1", id="r"),
+        ]
+    if fmt == "anthropic":
+        use = {"type": "tool_use", "id": "c1", "name": "read_file", "input": {"path": "src/app.py"}}
+        result = {"type": "tool_result", "tool_use_id": "c1", "content": output}
+        return [
+            AIMessage([{"type": "text", "text": "reading"}, use], id="a"),
+            HumanMessage([result], id="r"),
+        ]
+    call_block = {
+        "type": "function_call",
+        "call_id": "c1",
+        "name": "read_file",
+        "arguments": '{"path": "src/app.py"}',
+    }
+    result_block = {"type": "function_call_output", "call_id": "c1", "output": output}
+    return [
+        AIMessage([{"type": "text", "text": "reading"}, call_block], id="a"),
+        HumanMessage([result_block], id="r"),
+    ]
+
+
+@pytest.mark.parametrize("fmt", ["anthropic", "responses"])
+def test_digest_and_index_read_calls_and_results_in_every_format(fmt: str) -> None:
+    """Anthropic and Responses turns are credited as LangChain ``tool_calls`` turns are."""
+    expected = _read_file_turn("langchain")
+    turn = _read_file_turn(fmt)
+    assert build_digest(turn, None, 2_000) == build_digest(expected, None, 2_000)
+    assert build_index(turn, 500) == build_index(expected, 500)
+    assert "[read_file] src/app.py (600 chars)" in build_digest(turn, None, 2_000)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -92,3 +94,25 @@ async def test_the_report_says_what_the_cache_saw_async() -> None:
     report = (await pipeline.acompress(second)).report
     assert report.cached_prefix_tokens == estimate_tokens(first)
     assert report.cached_prefix_share == estimate_tokens(first) / estimate_tokens(second)
+
+
+def test_another_counter_is_asked_for_the_repeated_prefix() -> None:
+    # A counter that adds framing per request: the cached prefix is its count of the
+    # repeated messages as one request, not a sum of per-message counts.
+    def framed(messages: Sequence[BaseMessage]) -> int:
+        return estimate_tokens(list(messages)) + 7
+
+    pipeline = ContextPipeline(threshold=THRESHOLD, tail_budget=1500, token_counter=framed)
+    first, second = agent_run([(300, 900)] * 2)
+    pipeline.compress(first)
+    report = pipeline.compress(second).report
+    assert report.cached_prefix_tokens == framed(first)
+
+
+def test_conversations_are_watched_apart() -> None:
+    pipeline = ContextPipeline(threshold=THRESHOLD, tail_budget=1500)
+    first, second = agent_run([(300, 900)] * 2)
+    other = [SystemMessage("You are another agent."), HumanMessage("Write the docs")]
+    pipeline.compress(first)
+    assert pipeline.compress(other).report.cached_prefix_tokens is None
+    assert pipeline.compress(second).report.cached_prefix_tokens == estimate_tokens(first)

@@ -16,13 +16,19 @@ from langchain_core.messages import (
     BaseMessage,
     HumanMessage,
     RemoveMessage,
+    SystemMessage,
     ToolMessage,
 )
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.graph.message import REMOVE_ALL_MESSAGES, add_messages
 
-from langchain_context_pipeline import ContextPipeline, estimate_tokens, is_pipeline_summary
+from langchain_context_pipeline import (
+    BudgetError,
+    ContextPipeline,
+    estimate_tokens,
+    is_pipeline_summary,
+)
 from langchain_context_pipeline._model_call import RUN_NAME
 from langchain_context_pipeline._model_call import TAG_NOSTREAM as CORE_TAG_NOSTREAM
 from langchain_context_pipeline.langgraph import (
@@ -240,6 +246,43 @@ def test_persist_over_budget_rewrites_messages_keeping_ids() -> None:
     assert estimate_tokens(state) <= THRESHOLD
     # Persisted and compressed once, the next call has nothing to change.
     assert hook({"messages": state}) == {}
+
+
+# -- system messages over the budget by themselves --------------------------------------------
+
+
+def over_budget_history() -> list[BaseMessage]:
+    big = SystemMessage("Follow the house rules. " * 1600, id="rules")
+    return [big, *conversation(3)]
+
+
+@pytest.mark.parametrize("path", ["sync", "async"])
+async def test_ephemeral_system_messages_over_budget_send_the_smallest_request(
+    path: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    hook = hook_with(EchoSummarizer())
+    history = over_budget_history()
+    state = {"messages": history}
+    update = hook.invoke(state) if path == "sync" else await hook.ainvoke(state)
+    sent = update["llm_input_messages"]
+    assert sent[0] is history[0]  # the system message whole
+    assert [m.id for m in sent[-2:]] == ["a2", "t2"]  # the newest call with its result
+    assert not orphans(sent) and not unanswered(sent)
+    assert estimate_tokens(sent[-2:]) < estimate_tokens(history[-2:]) // 5
+    assert "system message(s) alone take" in caplog.text
+    assert "smallest valid request" in caplog.text
+
+
+@pytest.mark.parametrize("path", ["sync", "async"])
+async def test_persist_system_messages_over_budget_raise_a_budget_error(path: str) -> None:
+    """Persisted, the smallest request would replace the history for good: the error stands."""
+    hook = hook_with(EchoSummarizer(), mode="persist")
+    state = {"messages": over_budget_history()}
+    with pytest.raises(BudgetError, match=r"system message\(s\) alone take \d+ tokens"):
+        if path == "sync":
+            hook.invoke(state)
+        else:
+            await hook.ainvoke(state)
 
 
 # -- the graph sees the hook's state keys -----------------------------------------------------

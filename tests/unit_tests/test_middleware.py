@@ -246,11 +246,52 @@ def test_fraction_threshold_with_an_unknown_profile_is_a_clear_error() -> None:
         mw.wrap_model_call(request_for(conversation(1)), Handler())
 
 
-def test_tools_larger_than_the_budget_are_a_clear_error() -> None:
+async def call(mw: ContextPipelineMiddleware, request: ModelRequest[Any], path: str) -> Handler:
+    handler = Handler()
+    if path == "sync":
+        mw.wrap_model_call(request, handler)
+    else:
+        await mw.awrap_model_call(request, handler.acall)
+    return handler
+
+
+def assert_smallest_valid(sent: list[BaseMessage], history: list[BaseMessage]) -> None:
+    """The newest unit (a call and its result) cut to its minimum; a note for what went."""
+    assert not orphans(sent) and not unanswered(sent)
+    assert [m.id for m in sent[-2:]] == [history[-2].id, history[-1].id]
+    assert any("earlier messages were removed" in str(m.content) for m in sent[:-2])
+    for kept, original in zip(sent[-2:], history[-2:], strict=True):
+        assert estimate_tokens([kept]) < estimate_tokens([original]) // 5
+
+
+@pytest.mark.parametrize("path", ["sync", "async"])
+async def test_a_system_prompt_over_the_budget_sends_the_smallest_request_with_a_warning(
+    path: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A system prompt and tools over the threshold degrade the call, not stop the agent."""
     mw = ContextPipelineMiddleware(threshold=300, tail_budget=100)
-    request = request_for(conversation(1), system="x" * 2000)
-    with pytest.raises(ValueError, match="leave nothing of threshold 300"):
-        mw.wrap_model_call(request, Handler())
+    history = conversation(3)
+    request = request_for(history, system="x" * 2000, tools=[read_file])
+    handler = await call(mw, request, path)
+    (sent,) = handler.requests
+    assert sent.system_message == request.system_message and sent.tools == request.tools
+    assert_smallest_valid(list(sent.messages), history)
+    assert "leave nothing of threshold 300" in caplog.text
+    assert "smallest valid request" in caplog.text
+
+
+@pytest.mark.parametrize("path", ["sync", "async"])
+async def test_system_messages_over_the_budget_mid_run_send_the_smallest_request(
+    path: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    mw = ContextPipelineMiddleware(threshold=THRESHOLD, tail_budget=TAIL, model=DIGEST)
+    reminder = SystemMessage("Remember the policy. " * 1600, id="reminder")
+    history = [*conversation(2), reminder, *conversation(2, start=2)]
+    handler = await call(mw, request_for(history, system="Be brief."), path)
+    sent = list(handler.requests[0].messages)
+    assert any(m is reminder for m in sent)  # never dropped, never cut
+    assert_smallest_valid(sent, history)
+    assert "system message(s) alone take" in caplog.text
 
 
 def test_tail_budget_shrinks_when_system_and_tools_leave_too_little(

@@ -22,8 +22,20 @@ from strategies_shapes import (
     reasoning_of,
 )
 
-from langchain_context_pipeline import BudgetError, CarriedSummary, ContextPipeline, estimate_tokens
-from langchain_context_pipeline._units import group_units
+from langchain_context_pipeline import (
+    BudgetError,
+    CarriedSummary,
+    ContextPipeline,
+    _text_cost,
+    estimate_tokens,
+)
+from langchain_context_pipeline._blocks import call_ids, pair_results, result_ids
+from langchain_context_pipeline._units import Split, group_units, head_end
+from langchain_context_pipeline.tokens import (
+    MESSAGE_OVERHEAD_TOKENS,
+    countable_parts,
+    estimate_message_tokens,
+)
 
 Check = Callable[[list[BaseMessage], list[BaseMessage], ContextPipeline], None]
 modes = st.sampled_from(["single", "loop"])
@@ -152,3 +164,75 @@ def test_input_never_mutated_in_any_shape(
     for _ in _runs(history, pipeline, mode):
         pass
     assert pickle.dumps(history) == before
+
+
+@given(conversations(), pipelines(), st.sampled_from([0, 1, 200]))
+def test_the_smallest_request_keeps_systems_pairs_and_the_newest_turn(
+    history: list[BaseMessage], pipeline: ContextPipeline, over: int
+) -> None:
+    """When nothing can meet the budget, ``over_budget="minimal"`` still sends a valid request.
+
+    Everything sent beside the messages takes the whole budget (and ``over`` more).
+    """
+    reserved = pipeline.threshold + over
+    out = pipeline.compress(history, reserved_tokens=reserved, over_budget="minimal").messages
+    assert out[-1].id == history[-1].id, "the last message was dropped"
+    systems = [m for m in history if is_system(m)]
+    assert [m for m in out if is_system(m)] == systems
+    assert all(any(k is m for k in out) for m in systems), "a system message was rewritten"
+    assert not broken_pairs(out)
+    _reasoning(history, out, pipeline)
+    last_unit = group_units(history)[-1]
+    kept_ids = {m.id for m in out}
+    assert all(history[i].id in kept_ids for i in range(*last_unit)), "the newest unit was split"
+
+
+@given(conversations(), st.integers(0, 8))
+def test_the_head_found_without_splitting_is_the_split_head(
+    history: list[BaseMessage], head_count: int
+) -> None:
+    # The no-op path finds the head from the first messages alone when they make no
+    # tool call; it must be the head that splitting the whole list finds.
+    for k in range(len(history) + 1):
+        messages = history[:k]
+        assert head_end(messages, head_count) == Split.of(messages, head_count).head_end
+
+
+@given(conversations())
+def test_every_message_costs_what_its_countable_parts_cost(history: list[BaseMessage]) -> None:
+    # The estimate's shortcuts (string content, tool calls from a memo) give what
+    # counting each countable part afresh gives, first time, from the memos, and
+    # after an in-place edit of a call's arguments.
+    def by_parts(message: BaseMessage) -> int:
+        texts, fixed = countable_parts(message)
+        return sum(_text_cost._estimate(t) for t in texts if t) + fixed + MESSAGE_OVERHEAD_TOKENS
+
+    for _ in range(2):
+        for message in history:
+            assert estimate_message_tokens(message) == by_parts(message)
+    for message in history:
+        for call in getattr(message, "tool_calls", []):
+            if isinstance(call["args"], dict):
+                call["args"]["added"] = True
+                assert estimate_message_tokens(message) == by_parts(message)
+
+
+@given(conversations())
+def test_pairing_reads_every_message_as_its_call_and_result_ids_say(
+    history: list[BaseMessage],
+) -> None:
+    # pair_results reads ToolMessages and AIMessages directly; it must pair as the
+    # general readers of call and result ids would, in every format.
+    open_calls: dict[str, list[int]] = {}
+    last_call: dict[str, int] = {}
+    expected: dict[int, list[int]] = {}
+    for index, message in enumerate(history):
+        for cid in result_ids(message):
+            stack = open_calls.get(cid)
+            start = stack.pop() if stack else last_call.get(cid)
+            if start is not None:
+                expected.setdefault(index, []).append(start)
+        for cid in call_ids(message):
+            open_calls.setdefault(cid, []).append(index)
+            last_call[cid] = index
+    assert pair_results(history) == expected

@@ -4,11 +4,16 @@ from collections.abc import Mapping
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from invariants import snapshot
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from strategies_shapes import broken_pairs, is_system
+from strategies_shapes import conversations as shape_conversations
 
 from langchain_context_pipeline import Pruner
-from langchain_context_pipeline._units import Split
+from langchain_context_pipeline._meter import Meter
+from langchain_context_pipeline._units import Split, group_units
 from langchain_context_pipeline.references import format_ref, message_ref
 
 
@@ -290,3 +295,155 @@ def test_the_memo_keeps_no_message_alive() -> None:
     del messages
     gc.collect()
     assert pruner._memo == {}
+
+
+# -- tool results carried as blocks of a user message (Anthropic, Responses) -----------------
+
+
+def anthropic_history(size: int = 45_210) -> list[BaseMessage]:
+    """The same read as ``history_with_old_read``, the way Anthropic sends it."""
+    use = {"type": "tool_use", "id": "toolu_1", "name": "read_file", "input": {"path": "a.py"}}
+    grep = {"type": "tool_use", "id": "toolu_2", "name": "search", "input": {"query": "bug"}}
+    return [
+        SystemMessage("You are a coding agent."),
+        HumanMessage("fix the bug", id="task"),
+        AIMessage([{"type": "text", "text": "Reading."}, use, grep], id="a1"),
+        HumanMessage(
+            [
+                {"type": "tool_result", "tool_use_id": "toolu_1", "content": "x" * size},
+                {
+                    "type": "tool_result",
+                    "tool_use_id": "toolu_2",
+                    "content": [{"type": "text", "text": "match\n" * 2000}],
+                    "is_error": False,
+                },
+                {"type": "text", "text": "Both results are above."},
+            ],
+            id="r1",
+        ),
+        HumanMessage("recent " * 50, id="recent"),
+    ]
+
+
+def test_old_tool_result_blocks_are_briefed_like_tool_messages() -> None:
+    messages = anthropic_history()
+    out = Pruner(tail_budget=100).invoke(messages)
+    ref = format_ref(message_ref(messages[3]))
+    assert out[3].content == [
+        {
+            "type": "tool_result",
+            "tool_use_id": "toolu_1",
+            "content": f"[read_file] a.py (45,210 chars) {ref}",
+        },
+        {
+            "type": "tool_result",
+            "tool_use_id": "toolu_2",
+            "content": f'[search] "bug" (12,000 chars result) {ref}',
+            "is_error": False,
+        },
+        {"type": "text", "text": "Both results are above."},
+    ]
+    assert out[3].id == "r1" and out[3].response_metadata["context_pipeline"] == {"kind": "brief"}
+    assert [m.content for m in out[:3]] == [m.content for m in messages[:3]]
+    assert out[4] is messages[4]
+    assert messages[3].content[0]["content"] == "x" * 45_210  # the caller's message is intact
+
+
+def test_a_responses_function_call_output_block_is_briefed() -> None:
+    call = {
+        "type": "function_call",
+        "call_id": "call_1",
+        "name": "bash",
+        "arguments": '{"command": "pytest -q"}',
+    }
+    output = {"type": "function_call_output", "call_id": "call_1", "output": "FAILED\n" * 300}
+    messages: list[BaseMessage] = [
+        HumanMessage("run the tests"),
+        AIMessage([call], id="a1"),
+        HumanMessage([output], id="r1"),
+        HumanMessage("recent " * 50),
+    ]
+    out = Pruner(tail_budget=100).invoke(messages)
+    ref = format_ref(message_ref(messages[2]))
+    block = {**output, "output": f'[bash] "pytest -q" -> 300 lines output; last: FAILED {ref}'}
+    assert out[2].content == [block]
+
+
+def test_short_and_recent_tool_result_blocks_are_kept() -> None:
+    short = anthropic_history(size=500)
+    short[3] = short[3].model_copy(update={"content": short[3].content[:1]})
+    assert Pruner(tail_budget=100).invoke(short)[3] is short[3]
+    recent = anthropic_history()
+    assert Pruner(tail_budget=100_000).invoke(recent) == recent
+
+
+def test_briefed_blocks_count_and_a_second_pass_changes_nothing() -> None:
+    messages = anthropic_history()
+    pruner = Pruner()
+    where = Split.of(messages, 2).with_tail(messages, 100, Meter(pruner.token_counter))
+    once, stats = pruner.prune(messages, where)
+    assert stats.briefed == 2
+    twice, again = Pruner().prune(once, where)
+    assert twice[3] is once[3] and again.briefed == 0
+
+
+def test_a_tool_result_block_is_briefed_again_when_its_call_is_edited_in_place() -> None:
+    messages = anthropic_history()
+    pruner = Pruner(tail_budget=100)
+    assert "a.py" in pruner.invoke(messages)[3].content[0]["content"]
+    messages[2].content[1]["input"]["path"] = "b.py"
+    assert "b.py" in pruner.invoke(messages)[3].content[0]["content"]
+
+
+def _result_text(value: Any) -> tuple[str, int]:
+    """The text and image count of a tool result (string or blocks), read from the formats."""
+    if isinstance(value, str):
+        return value, 0
+    texts = [b if isinstance(b, str) else b.get("text", "") for b in value if _is_text(b)]
+    images = sum(1 for b in value if isinstance(b, dict) and b.get("type") == "image_url")
+    return "\n".join(texts), images
+
+
+def _is_text(block: Any) -> bool:
+    return isinstance(block, str) or (isinstance(block, dict) and block.get("type") == "text")
+
+
+def results_in(message: BaseMessage) -> list[tuple[str, Any, dict[str, Any] | None]]:
+    """Each tool result a message carries: (call id, result, the block or None)."""
+    if isinstance(message, ToolMessage):
+        return [(message.tool_call_id, message.content, None)]
+    if isinstance(message, AIMessage) or isinstance(message.content, str):
+        return []
+    return [
+        (b["tool_use_id"], b["content"], b)
+        for b in message.content
+        if isinstance(b, dict) and b.get("type") == "tool_result"
+    ]
+
+
+@given(shape_conversations(), st.integers(0, 1_000))
+def test_every_old_bulky_result_is_briefed_in_every_format(
+    messages: list[BaseMessage], limit: int
+) -> None:
+    out = Pruner(tool_output_limit=limit, tail_budget=0).invoke(messages)
+    tail = group_units(messages)[-1][0] if messages else 0
+    assert broken_pairs(out) == broken_pairs(messages)
+    for index, (before, after) in enumerate(zip(messages, out, strict=True)):
+        if index >= tail or is_system(before):
+            assert after is before
+            continue
+        old_results, new_results = results_in(before), results_in(after)
+        assert [r[0] for r in new_results] == [r[0] for r in old_results]  # ids and order
+        for (_, old, old_block), (_, new, new_block) in zip(old_results, new_results, strict=True):
+            text, images = _result_text(old)
+            if len(text) + images * 6400 <= limit:
+                assert new == old
+                continue
+            assert isinstance(new, str) and len(new) <= limit
+            if limit >= 40:  # room for the reference
+                assert new.endswith(format_ref(message_ref(before)))
+            if old_block is not None:  # the block keeps everything but its result
+                assert new_block is not None
+                assert {k: v for k, v in new_block.items() if k != "content"} == {
+                    k: v for k, v in old_block.items() if k != "content"
+                }

@@ -72,6 +72,61 @@ async def test_system_messages_alone_over_budget_raise_a_budget_error() -> None:
         hard_truncate(history, threshold=1_000)
 
 
+def _over_budget_history() -> list[BaseMessage]:
+    """System messages over a 1,000-token budget by themselves, the newest turn a tool loop."""
+    history: list[BaseMessage] = [
+        SystemMessage("rule " * 2_000, id="s"),
+        HumanMessage(TASK, id="t"),
+        HumanMessage("more " * 300, id="m"),
+        SystemMessage("POLICY: never push to main.", id="policy"),
+        AIMessage("ok " * 300, id="o"),
+    ]
+    return history + _thinking_turn()
+
+
+@pytest.mark.parametrize("path", ["sync", "async"])
+async def test_over_budget_minimal_sends_the_smallest_valid_request(
+    path: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    history = _over_budget_history()
+    pipeline = ContextPipeline(threshold=1_000, tail_budget=100, model=DIGEST)
+    if path == "sync":
+        result = pipeline.compress(history, over_budget="minimal")
+    else:
+        result = await pipeline.acompress(history, over_budget="minimal")
+    out = result.messages
+    # The system messages whole, a note for what went, the newest turn with its pair.
+    assert out[0] is history[0] and out[2] is history[3]
+    assert "earlier messages were removed" in str(out[1].content)
+    assert [m.id for m in out[3:]] == ["a", "r"]
+    assert out[3].tool_calls[0]["id"] == "tu1" and out[4].tool_call_id == "tu1"  # type: ignore[attr-defined]
+    # Cut to the minimum, the thinking block and the call id kept whole.
+    assert estimate_tokens(out[3:]) < estimate_tokens(history[5:]) // 10
+    assert out[3].content[0] == history[5].content[0]  # type: ignore[index]
+    assert result.report.stages == ["minimal"]
+    assert result.report.over_budget == estimate_tokens(out) - 1_000 > 0
+    assert "system message(s) alone take" in caplog.text
+    assert "smallest valid request" in caplog.text
+    # The default still raises, with the sizes.
+    with pytest.raises(BudgetError, match=r"system message\(s\) alone take \d+ tokens"):
+        pipeline.compress(history)
+
+
+def test_over_budget_minimal_when_reserved_tokens_take_the_whole_budget(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    history = [HumanMessage(TASK, id="t"), *_thinking_turn()]
+    pipeline = ContextPipeline(threshold=1_000, tail_budget=100)
+    with pytest.raises(BudgetError, match="leave nothing of threshold 1000") as caught:
+        pipeline.compress(history, reserved_tokens=1_200)
+    assert caught.value.required == 1_200 and caught.value.budget == 1_000
+    result = pipeline.compress(history, reserved_tokens=1_200, over_budget="minimal")
+    assert [m.id for m in result.messages[1:]] == ["a", "r"]
+    assert result.report.limit == -200
+    assert result.report.over_budget == estimate_tokens(result.messages)
+    assert "reserved_tokens (1200" in caplog.text
+
+
 def _thinking_turn() -> list[BaseMessage]:
     thinking = {"type": "thinking", "thinking": "Let me list them. " * 40, "signature": "sig=="}
     tool_use = {"type": "tool_use", "id": "tu1", "name": "ls", "input": {"path": "."}}

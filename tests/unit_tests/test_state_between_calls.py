@@ -7,17 +7,21 @@
   edited in place between calls (DESIGN invariant 4);
 - a slow synchronous summarizer under ``acompress`` neither blocks the event loop
   nor outlives ``summary_timeout``; a summarizer raising ``CancelledError`` is a
-  failure like any other, while cancelling the caller's own task still cancels.
+  failure like any other, while cancelling the caller's own task still cancels;
+- an async-only summarizer under sync ``compress`` writes the summary (on the
+  pipeline's private loop), within ``summary_timeout``, also when a loop runs in
+  the caller's thread.
 """
 
 from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Callable, Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import pytest
+from fakes import Call, ReplyingChatModel
 from invariants import snapshot
 from langchain_core.messages import (
     AIMessage,
@@ -27,6 +31,7 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+from langchain_core.runnables import RunnableLambda
 
 from langchain_context_pipeline import DIGEST, ContextPipeline, estimate_tokens
 from langchain_context_pipeline.report import CompressionResult
@@ -237,8 +242,8 @@ async def acancelling(prompt: Sequence[BaseMessage]) -> str:
 @pytest.mark.parametrize("timeout", [None, 5.0])
 @pytest.mark.parametrize(
     ("model", "path"),
-    [(cancelling, "sync"), (cancelling, "async"), (acancelling, "async")],
-    ids=["sync_fn-compress", "sync_fn-acompress", "async_fn-acompress"],
+    [(cancelling, "sync"), (cancelling, "async"), (acancelling, "async"), (acancelling, "sync")],
+    ids=["sync_fn-compress", "sync_fn-acompress", "async_fn-acompress", "async_fn-compress"],
 )
 def test_a_summarizer_raising_cancelled_error_is_a_failure(
     model: Any, timeout: float | None, path: str
@@ -274,3 +279,147 @@ def test_cancelling_the_callers_task_still_cancels(timeout: float | None) -> Non
         assert task.cancelled()
 
     asyncio.run(main())
+
+
+# -- an async-only summarizer under sync compress ---------------------------------------------
+
+ASYNC_SUMMARY = "The user sent three long notes (written asynchronously)."
+
+
+async def async_summarize(prompt: Sequence[BaseMessage]) -> str:
+    return ASYNC_SUMMARY
+
+
+class AsyncCallable:
+    """An object whose ``__call__`` is a coroutine function."""
+
+    async def __call__(self, prompt: Sequence[BaseMessage]) -> str:
+        return ASYNC_SUMMARY
+
+
+class ReturnsAwaitable:
+    """A plain ``__call__`` that returns a coroutine (not seen as async up front)."""
+
+    def __call__(self, prompt: Sequence[BaseMessage]) -> Awaitable[str]:
+        return async_summarize(prompt)
+
+
+class AsyncOnlyChatModel(ReplyingChatModel):
+    """A chat model with only an async implementation (its sync ``_reply`` is not implemented)."""
+
+    llm_type = "async-only"
+    loops: list[int] = []  # noqa: RUF012 - pydantic copies the default
+
+    def _reply(self, messages: list[BaseMessage], call: Call) -> str:
+        raise NotImplementedError("this model is async only")
+
+    async def _areply(self, messages: list[BaseMessage], call: Call) -> str:
+        self.loops.append(id(asyncio.get_running_loop()))
+        return ASYNC_SUMMARY
+
+
+def async_only_models() -> list[Any]:
+    return [
+        async_summarize,
+        RunnableLambda(async_summarize),
+        AsyncCallable(),
+        ReturnsAwaitable(),
+        AsyncOnlyChatModel(),
+    ]
+
+
+@pytest.mark.parametrize("timeout", [None, 30.0])
+@pytest.mark.parametrize(
+    "index", range(5), ids=["coroutine_fn", "runnable_lambda", "async_call", "awaitable", "chat"]
+)
+def test_an_async_only_summarizer_writes_the_summary_under_sync_compress(
+    index: int, timeout: float | None
+) -> None:
+    model = async_only_models()[index]
+    pipeline = ContextPipeline(
+        threshold=2000, tail_budget=600, model=model, summary_timeout=timeout
+    )
+    result = pipeline.compress(condensable())
+    assert result.report.condense is not None
+    assert result.report.condense.failure is None
+    assert result.report.summary_source == "model"
+    assert ASYNC_SUMMARY in "".join(message_text(m) for m in result.messages)
+    assert estimate_tokens(result.messages) <= 2000
+
+
+def test_an_async_only_summarizer_keeps_one_loop_and_runs_beside_a_callers_loop() -> None:
+    """The model's async clients keep the loop they started on; a caller's loop is untouched."""
+    model = AsyncOnlyChatModel(loops=[])
+    pipeline = ContextPipeline(threshold=2000, tail_budget=600, model=model, summary_memory=False)
+    first = pipeline.compress(condensable())
+
+    async def inside_a_running_loop() -> CompressionResult:
+        return pipeline.compress(condensable())  # sync call from a coroutine
+
+    second = asyncio.run(inside_a_running_loop())
+    assert first.report.summary_source == second.report.summary_source == "model"
+    assert len(model.loops) == 2 and model.loops[0] == model.loops[1]
+
+
+def test_a_hung_async_only_summarizer_under_compress_times_out_and_is_cancelled() -> None:
+    started = threading.Event()
+    cancelled = threading.Event()
+
+    async def hangs(prompt: Sequence[BaseMessage]) -> str:
+        started.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+        return "never"
+
+    pipeline = ContextPipeline(threshold=2000, tail_budget=600, model=hangs, summary_timeout=0.2)
+    result = pipeline.compress(condensable())
+    assert started.is_set()
+    assert result.report.summary_source == "digest"
+    assert "SummaryTimeoutError" in (result.report.condense.failure or "")
+    # The coroutine does not outlive the timeout: it is cancelled on the private loop.
+    assert cancelled.wait(10)
+
+
+@pytest.mark.parametrize(
+    ("before", "after"), [(1, True), (0, False), (1, 1.0), (0.0, -0.0), (True, 1.0)]
+)
+def test_a_number_replaced_by_an_equal_one_of_another_kind_is_seen(
+    before: object, after: object
+) -> None:
+    # 1 == True == 1.0 and 0.0 == -0.0, but each is sent differently: the memo must
+    # not hand out the copy it pruned from the old value.
+    def history() -> list[BaseMessage]:
+        call = {"name": "write", "args": {"n": before, "content": "x = 1\n" * 400}, "id": "c1"}
+        return [
+            HumanMessage("task", id="h"),
+            AIMessage("ok", tool_calls=[call], id="a"),
+            ToolMessage("done", tool_call_id="c1", id="t"),
+            HumanMessage("next " * 600, id="h2"),
+        ]
+
+    # low_water=1: pruning brings this history under the threshold, and the pruned
+    # call stays in the output instead of being truncated away.
+    settings: dict[str, Any] = {"threshold": 900, "tail_budget": 400, "low_water": 1.0}
+    pipeline = ContextPipeline(**settings)
+    messages = history()
+    first = pipeline.compress(messages)
+    assert first.messages[1] is not messages[1]  # pruned: a copy the memo remembers
+    messages[1].tool_calls[0]["args"]["n"] = after  # type: ignore[attr-defined]
+    again = pipeline.compress(messages)
+    fresh = ContextPipeline(**settings).compress(messages)
+    value = again.messages[1].tool_calls[0]["args"]["n"]  # type: ignore[attr-defined]
+    assert type(value) is type(after) and repr(value) == repr(after)
+    assert snapshot(again.messages) == snapshot(fresh.messages)
+
+
+def test_only_what_pruning_could_change_is_remembered() -> None:
+    # Short tool results and human messages are left as they are without a snapshot
+    # in the memo; a bulky result and an AI message are remembered.
+    pipeline = ContextPipeline(threshold=2000, tail_budget=700)
+    messages = bulky_history()
+    messages.insert(4, ToolMessage("ok", tool_call_id="c1", id="t2"))
+    pipeline.compress(messages)
+    assert set(pipeline.pruner._memo) == {id(messages[2]), id(messages[3])}

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import sys
 from typing import Any
 
 import pytest
@@ -7,8 +8,13 @@ from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
-from langchain_context_pipeline import estimate_tokens, resolve_token_counter, tiktoken_counter
-from langchain_context_pipeline._text_cost import text_tokens
+from langchain_context_pipeline import (
+    _text_cost,
+    estimate_tokens,
+    resolve_token_counter,
+    tiktoken_counter,
+)
+from langchain_context_pipeline._text_cost import Memo, text_tokens
 from langchain_context_pipeline.tokens import (
     FILE_TOKENS,
     IMAGE_TOKENS,
@@ -189,3 +195,70 @@ def test_model_counter_by_name_needs_a_model_for_the_call() -> None:
         assert count([HumanMessage("x" * 40)]) == 13
     finally:
         reset_counting_model(token)
+
+
+def _counted_from_parts(message: AIMessage | HumanMessage) -> int:
+    """The estimate by its definition: every countable part, each counted afresh."""
+    texts, fixed = countable_parts(message)
+    return sum(_text_cost._estimate(t) for t in texts if t) + fixed + 4
+
+
+def test_a_history_of_thousands_of_distinct_strings_is_counted_from_the_memo(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # More distinct strings than a count-bounded memo held: looked up in order, every
+    # one of them was its least recently used entry, so every call missed.
+    history = [HumanMessage(f"message {i}: " + "some words of text " * 10) for i in range(6_000)]
+    total = estimate_tokens(history)
+    calls: list[str] = []
+    counting = _text_cost._estimate_memo._estimate
+
+    def counted(text: str) -> int:
+        calls.append(text)
+        return counting(text)
+
+    monkeypatch.setattr(_text_cost._estimate_memo, "_estimate", counted)
+    assert estimate_tokens(history) == total
+    assert calls == []
+
+
+def test_the_memo_holds_at_most_its_budget_and_answers_like_the_estimate() -> None:
+    memo: Memo[str] = Memo(len, 20_000)
+    texts = [f"{i:05d}" * (i % 50 + 1) for i in range(2_000)] + ["x" * 30_000]
+    for _ in range(2):
+        for text in texts:
+            assert memo[text] == len(text)
+            held = [*memo, *memo._old]
+            assert sum(sys.getsizeof(t) + 100 for t in held) <= 20_000
+    assert "x" * 30_000 not in memo and "x" * 30_000 not in memo._old  # above half: never held
+    memo.cache_clear()
+    assert memo.held == 0
+
+
+@pytest.mark.parametrize(
+    "values",
+    [(1, True, 1.0, "1"), (0, False, 0.0, -0.0, None), (10**20, 1e20), (2**80, float(2**80))],
+)
+def test_equal_arguments_with_different_json_are_each_counted_by_their_own_text(
+    values: tuple[Any, ...],
+) -> None:
+    # 1 == True == 1.0 and 0.0 == -0.0, but their JSON differs: a memo of tool calls
+    # must not answer one with the count of another.
+    for order in (values, values[::-1]):
+        for value in order:
+            call = {"name": "f", "args": {"n": value, "m": [value]}, "id": "c1"}
+            flat = {"name": "f", "args": {"n": value, "path": "a.py"}, "id": "c2"}
+            for message in (AIMessage("", tool_calls=[call]), AIMessage("x", tool_calls=[flat])):
+                assert estimate_tokens([message]) == _counted_from_parts(message)
+
+
+def test_a_tool_call_edited_in_place_is_counted_again() -> None:
+    message = AIMessage("", tool_calls=[{"name": "bash", "args": {"cmd": "ls"}, "id": "c1"}])
+    before = estimate_tokens([message])
+    message.tool_calls[0]["args"]["cmd"] = "ls -la " + "/usr/share/" * 40
+    after = estimate_tokens([message])
+    assert after == _counted_from_parts(message) and after > before
+    message.tool_calls[0]["name"] = "a_much_longer_tool_name_than_bash"
+    assert estimate_tokens([message]) == _counted_from_parts(message) > after
+    message.tool_calls[0]["args"]["cmd"] = ["ls", "-la"]
+    assert estimate_tokens([message]) == _counted_from_parts(message)

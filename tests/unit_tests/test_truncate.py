@@ -4,8 +4,9 @@ import pytest
 from invariants import assert_pairs_kept, snapshot
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
-from langchain_context_pipeline import estimate_tokens, hard_truncate
-from langchain_context_pipeline.references import span_ref
+from langchain_context_pipeline import DIGEST, ContextPipeline, estimate_tokens, hard_truncate
+from langchain_context_pipeline._trim import cut_json
+from langchain_context_pipeline.references import message_ref, span_ref
 
 
 def long_history(n: int = 30, size: int = 2000) -> list[BaseMessage]:
@@ -137,3 +138,90 @@ def test_an_oversized_message_is_cut_by_its_own_density(text: str) -> None:
     out = hard_truncate(messages, threshold=1000)
     assert 700 <= estimate_tokens(out) <= 1000
     assert out[0].id == "task" and "chars trimmed" in str(out[0].content)
+
+
+def test_arguments_cut_to_nothing_still_name_their_original() -> None:
+    """The last resort replaces each call's arguments by one marker naming the message.
+
+    Nested arguments under a budget that leaves them almost no room used to come
+    out as ``{"": {"": [""]}}``: keys and values cut to nothing, no marker, no
+    reference, and distinct keys merged.
+    """
+    call = AIMessage(
+        "calling",
+        id="a1",
+        tool_calls=[
+            {"name": "edit", "args": {"old_str": {"nested": ["日本 " * 400]}}, "id": "c1"},
+            {"name": "find", "args": {"query": {"nested": ["x" * 3000]}, "n": 2}, "id": "c2"},
+        ],
+    )
+    history: list[BaseMessage] = [
+        SystemMessage("s " * 400, id="s"),
+        HumanMessage("task", id="t"),
+        call,
+        ToolMessage("ok", tool_call_id="c1", id="r1"),
+        ToolMessage("ok", tool_call_id="c2", id="r2"),
+    ]
+    budget = estimate_tokens([m for m in history if m is not call]) + 60
+    out = hard_truncate(history, threshold=budget, head_count=2)
+    assert estimate_tokens(out) <= budget
+    (kept,) = [m for m in out if m.id == "a1"]
+    assert isinstance(kept, AIMessage)
+    for tool_call in kept.tool_calls:
+        (value,) = tool_call["args"].values()
+        assert f"ref={message_ref(call)}" in value
+    assert hard_truncate(out, threshold=budget, head_count=2) == out  # a fixed point
+
+
+def test_cut_keys_never_merge_two_entries() -> None:
+    value = {"k" * 50 + "a": 1, "k" * 50 + "b": 2}
+    out = cut_json(value, 8)
+    assert len(out) == len(value)
+    assert cut_json(out, 8) == out
+    # At limit 0 too, and a cut dict's marker key stays a fixed point.
+    for limit in (0, 1):
+        many = cut_json({f"key{i}": "x" * 40 for i in range(9)}, limit)
+        assert "…" in many and cut_json(many, limit) == many
+        assert len(cut_json(value, limit)) == len(value)
+
+
+def test_a_message_nothing_can_cut_is_kept_as_the_callers_object() -> None:
+    """Truncation used to return an equal copy of an uncuttable message.
+
+    The output then held no object of the caller's for it, so the message counted
+    as replaced, with no reference naming it.
+    """
+    last = HumanMessage([{"type": "text", "text": "alpha" * 12}], id="m7")
+    args = {
+        "content": {"nested": ["b"]},
+        "old_str": {"nested": ["\n" * 195]},
+        "query": {"nested": ["\n" * 996]},
+        "command": {"nested": ["alphaalpha"]},
+    }
+    go = {"name": "browser_go", "args": {}, "id": "c4"}
+    history: list[BaseMessage] = [
+        SystemMessage("a", id="m0"),
+        HumanMessage("日本" * 210, id="m1"),
+        AIMessage(
+            [
+                {"type": "text", "text": "\n" * 1738},
+                {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}},
+            ],
+            id="m3",
+            tool_calls=[{"name": "read_file", "args": args, "id": "c2"}],
+        ),
+        AIMessage([{"type": "text", "text": "np"}], id="m5", tool_calls=[go]),
+        ToolMessage("src/app.py" * 4000, tool_call_id="c4", id="m6"),
+        last,
+    ]
+    pipeline = ContextPipeline(
+        threshold=5182,
+        tail_budget=527,
+        head_count=3,
+        model=DIGEST,
+        tool_output_limit=927,
+        tool_args_limit=284,
+    )
+    out = pipeline.invoke(history)
+    assert "truncate" in pipeline.compress(history).report.stages
+    assert out[-1] is last
