@@ -3,7 +3,14 @@
 A provider caches a request's prefix, message by message. A cut that moves a
 little at every turn re-sends everything after it uncached; a cut that moves only
 when the request would overflow, and then far enough to bring it down to the
-low-water mark, leaves the next turns appending to an unchanged prefix.
+low-water mark, leaves the next turns appending to an unchanged prefix. Pruning
+costs nothing and loses no turn, so a compaction prunes everything older than the
+tail; truncation then drops only what it must to reach the low-water mark.
+
+The pipeline settles its cuts this way when it has no summarizer; with one, a
+summary is written only when pruning cannot bring a request under the limit (a
+summary written to reach the low-water mark would land near it, so every later
+compaction would need another).
 
 The pipeline keeps nothing between calls that could change its output, so the cuts
 are a function of the list alone: :func:`settle` replays the conversation's growth
@@ -30,9 +37,6 @@ class Cuts:
     """Units ``[0, prune)`` are pruned; the rest stay verbatim."""
     drop: int
     """Units ``[0, drop)`` are dropped by truncation, except those that must stay."""
-    short: bool
-    """Whether some compaction could not reach the low-water mark by pruning alone
-    (truncation brought the request there, or a summary is to)."""
 
 
 def settle(
@@ -45,7 +49,6 @@ def settle(
     low_water: int,
     tail_budget: int,
     note: Callable[[int], int],
-    truncate: bool,
 ) -> Cuts:
     """Replay the growth of a list of units and return where its cuts stand.
 
@@ -55,27 +58,25 @@ def settle(
         stays: units truncation never drops (system messages, earlier summaries).
         fixed: tokens before the first unit (the head, a carried summary).
         limit: a prefix over this many tokens, with the cuts as they stand, compacts.
-        low_water: a compaction brings the prefix down to this many tokens if it can.
+        low_water: a compaction that pruning leaves above this many tokens drops the
+            oldest units (those that may go) until the prefix is down to it.
         tail_budget: the newest units within this many tokens are never pruned (the
             last unit never is).
         note: tokens of the note that stands where truncation dropped units
             ``[0, drop)`` (it lists what they were), given ``drop``.
-        truncate: whether a compaction that pruning leaves above ``low_water``
-            drops the oldest units (no summarizer), or leaves the rest to a summary.
 
     Returns:
-        The prune boundary, the truncation cut and whether pruning fell short.
+        The prune boundary and the truncation cut.
 
     Example:
         >>> settle([100] * 10, [10] * 10, [False] * 10, fixed=0, limit=500,
-        ...        low_water=300, tail_budget=200, note=lambda drop: 20, truncate=True)
-        Cuts(prune=7, drop=0, short=False)
+        ...        low_water=300, tail_budget=200, note=lambda drop: 20)
+        Cuts(prune=7, drop=0)
     """
     prune = drop = tail = 0
     size = fixed  # the prefix's tokens with the cuts as they stand, the note aside
     noted = 0  # the note's tokens, once something is dropped
     tail_tokens = 0
-    short = False
     for end in range(1, len(raw) + 1):
         newest = end - 1
         size += raw[newest]
@@ -85,14 +86,12 @@ def settle(
             tail += 1
         if size + noted <= limit:
             continue
-        while size + noted > low_water and prune < tail:
+        # Prune everything older than the tail: free, and the lowest landing.
+        while prune < tail:
             if prune >= drop:
                 size -= raw[prune] - pruned[prune]
             prune += 1
         if size + noted <= low_water:
-            continue
-        short = True
-        if not truncate:
             continue
         # The note lists what it replaces, so its size follows the cut: move the cut
         # by the note's price so far, then price the note again, until both fit.
@@ -103,4 +102,4 @@ def settle(
                 drop += 1
             noted = note(drop)
         prune = max(prune, drop)
-    return Cuts(prune, drop, short)
+    return Cuts(prune, drop)

@@ -127,7 +127,9 @@ class Split:
         """The indices at which a unit ends (valid cut points)."""
         return frozenset(end for _, end in self.units)
 
-    def with_tail(self, messages: Sequence[BaseMessage], budget: int, meter: Meter) -> Split:
+    def with_tail(
+        self, messages: Sequence[BaseMessage], budget: int, meter: Meter, step: int = 0
+    ) -> Split:
         """Return this split with the protected tail: newest whole units within ``budget``.
 
         The last unit is always in the tail, whatever its size; the tail never
@@ -150,7 +152,7 @@ class Split:
         start = max(start, self.head_end)
         return replace(
             self,
-            tail_start=snap_forward(messages, self.units, start, max(budget // 2, 1), meter),
+            tail_start=snap_forward(messages, self.units, start, max(budget // 2, step, 1), meter),
         )
 
     def substitute(self, start: int, stop: int, kept: int) -> Split:

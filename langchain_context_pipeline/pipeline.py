@@ -254,7 +254,7 @@ class ContextPipeline(MessagesRunnable):
         """
         units = [u for u in where.units if u[0] >= base]
         if not units:
-            return Cuts(0, 0, False), units
+            return Cuts(0, 0), units
         pruned, _ = self.pruner.prune(messages, replace(where, tail_start=len(messages)))
         raw_costs = [meter.span(messages, *u) for u in units]
         pruned_costs = [meter.span(pruned, *u) for u in units]
@@ -281,7 +281,6 @@ class ContextPipeline(MessagesRunnable):
             low_water=self._low_water(limit),
             tail_budget=tail,
             note=note,
-            truncate=self.condenser is None,
         )
         return cuts, units
 
@@ -347,14 +346,24 @@ class ContextPipeline(MessagesRunnable):
             self._observe(messages, work, report, meter)
             return CompressionResult(work, report, carried if report.summary_reused else None)
 
-        # Hysteresis: the prune boundary and the truncation cut move only when the
-        # request would overflow with them as they stand, and then far enough to bring
-        # it down to the low-water mark (see ``_hysteresis``).
-        base = substituted_end if report.summary_reused else where.head_end
-        cuts, units = self._settle(work, where, base, limit, tail, meter)
-        tail_start = units[cuts.prune][0] if cuts.prune < len(units) else len(work)
-        where = replace(where, tail_start=tail_start)
-        low_water = self._low_water(limit)
+        first: int | None = None
+        if self.condenser is None:
+            # Hysteresis: the prune boundary and the truncation cut move only when the
+            # request would overflow with them as they stand; then everything older
+            # than the tail is pruned and, if that is not enough, truncation brings the
+            # request down to the low-water mark (see ``_hysteresis``).
+            base = substituted_end if report.summary_reused else where.head_end
+            cuts, units = self._settle(work, where, base, limit, tail, meter)
+            tail_start = units[cuts.prune][0] if cuts.prune < len(units) else len(work)
+            where = replace(where, tail_start=tail_start)
+            first = units[cuts.drop][0] if cuts.drop else None
+        else:
+            # With a summarizer, the tail starts at a checkpoint every
+            # (1 - low_water) x limit tokens, and a summary is written only when pruning
+            # cannot bring the request under the limit: a summary costs a model call
+            # and its own tokens, so it is not spent to reach the low-water mark.
+            step = round((1 - self.settings.low_water) * limit)
+            where = where.with_tail(work, tail, meter, step)
         before_prune = work
         work, report.prune = self.pruner.prune(work, where)
         tail_ids = {id(m) for m in work[where.tail_start :]}
@@ -371,16 +380,10 @@ class ContextPipeline(MessagesRunnable):
 
         room = (
             self._summary_room(work, where, limit, meter)
-            if (tokens > limit or cuts.short) and self.condenser is not None
+            if tokens > limit and self.condenser is not None
             else None
         )
         if room is not None and self.condenser is not None:
-            # The summary is held to what brings the request down to the low-water
-            # mark, when that leaves it its minimum size.
-            rest = tokens - meter.span(work, where.head_end, where.tail_start)
-            rest += sum(meter.one(work[i]) for i in where.systems if i in range(base, tail_start))
-            if low_water - rest >= self.condenser.settings.min_summary_tokens:
-                room = min(room, low_water - rest)
             report.condense = CondenseStats()
             work = yield from self.condenser.plan(work, where, meter, report.condense, room)
             if memory is not None and where.tail_start >= substituted_end:
@@ -389,9 +392,6 @@ class ContextPipeline(MessagesRunnable):
             report.breaker_open = report.condense.breaker_open
             tokens = report.condense.tokens_after = meter.total(work)
             where = Split.of(work, self.settings.head_count)
-            first = None
-        else:
-            first = units[cuts.drop][0] if cuts.drop else None
 
         if tokens > limit or first is not None:
             work, report.truncate = truncate(work, where, limit, meter, first=first)

@@ -155,13 +155,15 @@ class PipelineSettings:
     """The first N messages (the task), kept verbatim when they are whole units."""
     low_water: float = 0.5
     """Hysteresis: the share of the threshold a compaction brings a request down to.
-    The prune boundary, the truncation cut and the summarized span move only when a
-    request would overflow with them as they stand, and then far enough to reach
-    ``low_water x threshold`` (pruning first; then, when pruning cannot get there,
-    the summary, or truncation without a summarizer), so the next turns append to
-    an unchanged prefix that a provider's prompt cache reuses. 1 moves them only as
-    far as the threshold needs (no hysteresis). Chosen by measurement: see
-    ``BENCHMARKS.md``."""
+    Without a summarizer, the prune boundary and the truncation cut move only when a
+    request would overflow with them as they stand; then everything older than the
+    tail is pruned and, when that is not enough, truncation drops the oldest turns
+    down to ``low_water x threshold``, so the next turns append to an unchanged
+    prefix that a provider's prompt cache reuses (1: truncation drops only what the
+    threshold needs). With a summarizer, the tail starts at checkpoints
+    ``(1 - low_water) x threshold`` tokens of history apart and a summary is written
+    only when pruning cannot bring the request under the threshold. Chosen by
+    measurement: see ``BENCHMARKS.md``."""
     prune: PruneSettings = field(default_factory=PruneSettings)
     """The Pruner's settings."""
     condense: CondenseSettings = field(default_factory=CondenseSettings)

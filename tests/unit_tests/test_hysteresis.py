@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_context_pipeline import ContextPipeline, PipelineSettings, estimate_tokens
+from langchain_context_pipeline._hysteresis import Cuts, settle
 
 THRESHOLD = 6000
 
@@ -116,3 +117,37 @@ def test_conversations_are_watched_apart() -> None:
     pipeline.compress(first)
     assert pipeline.compress(other).report.cached_prefix_tokens is None
     assert pipeline.compress(second).report.cached_prefix_tokens == estimate_tokens(first)
+
+
+def test_a_compaction_prunes_everything_older_than_the_tail() -> None:
+    # Pruning two units would reach the low-water mark; a compaction prunes all four
+    # older than the tail (it costs nothing), so the request lands lower and the next
+    # compaction comes later.
+    cuts = settle(
+        [100] * 6,
+        [10] * 6,
+        [False] * 6,
+        fixed=0,
+        limit=500,
+        low_water=450,
+        tail_budget=200,
+        note=lambda drop: 20,
+    )
+    assert cuts == Cuts(prune=4, drop=0)
+
+
+def test_truncation_reaches_the_low_water_mark_after_pruning_everything_it_may() -> None:
+    # Pruned units still weigh 90 of 100: after pruning the four older than the tail
+    # (560 tokens), truncation drops the oldest until the request is at the low-water
+    # mark: three would leave 290, the removal note's 20 more make it a fourth.
+    cuts = settle(
+        [100] * 6,
+        [90] * 6,
+        [False] * 6,
+        fixed=0,
+        limit=500,
+        low_water=300,
+        tail_budget=200,
+        note=lambda drop: 20,
+    )
+    assert cuts == Cuts(prune=4, drop=4)

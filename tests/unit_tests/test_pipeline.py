@@ -84,6 +84,33 @@ def test_a_compaction_goes_down_to_the_low_water_mark() -> None:
     assert result.report.stages == ["prune", "truncate"]
 
 
+def test_a_summary_is_written_only_when_pruning_cannot_fit_the_limit() -> None:
+    # Pruning alone brings each compaction of this run between half the threshold and
+    # the threshold: with a summarizer no call is made (the low-water mark is for
+    # truncation, which costs nothing), and the requests keep every turn.
+    messages = agent_history()
+    model = EchoSummarizer()
+    pipeline = ContextPipeline(threshold=16_000, tail_budget=4000, model=model)
+    for end in range(4, len(messages) + 1, 2):
+        result = pipeline.compress(messages[:end])
+        assert result.report.tokens_after <= 16_000
+        assert result.report.summarizer_calls == 0
+        assert "condense" not in result.report.stages
+        assert len(result.messages) == end
+    assert result.report.tokens_after > 8000
+    assert model.calls == []
+
+
+async def test_a_summary_is_written_only_when_pruning_cannot_fit_the_limit_async() -> None:
+    messages = agent_history()
+    model = EchoSummarizer()
+    pipeline = ContextPipeline(threshold=16_000, tail_budget=4000, model=model)
+    result = await pipeline.acompress(messages)
+    assert result.report.stages == ["prune"] and len(result.messages) == len(messages)
+    assert 8000 < result.report.tokens_after <= 16_000
+    assert model.calls == []
+
+
 def test_condense_when_over_after_pruning() -> None:
     messages = agent_history(steps=60, text=1900)
     model = EchoSummarizer()
