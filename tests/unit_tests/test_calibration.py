@@ -70,6 +70,7 @@ class UsageHandler:
         self.usage = usage
         self.fail = fail
         self.fail_after = fail_after
+        self.failing = False  # once a request failed, the next ones fail too (``fail`` in all)
         self.requests: list[ModelRequest[Any]] = []
         self.errors: list[Exception] = []
 
@@ -77,8 +78,9 @@ class UsageHandler:
         self.requests.append(request)
         sent = [request.system_message, *request.messages] if request.system_message else []
         tokens = true_tokens(sent)
-        if self.fail and len(request.messages) > self.fail_after:
+        if self.fail and (self.failing or len(request.messages) > self.fail_after):
             self.fail -= 1
+            self.failing = True
             error = RuntimeError(
                 "Error code: 400 - {'error': {'code': 'context_length_exceeded', 'message': "
                 f"\"This model's maximum context length is {WINDOW // 2} tokens. However, your "
