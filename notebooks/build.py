@@ -309,7 +309,7 @@ class RecallingModel(BaseChatModel):
     \"\"\"Stands in for the remote model: reads the ledger, then other files; at step
     ``recall_at`` it finds the ledger's reference in its brief and recalls it, page by page.\"\"\"
 
-    recall_at: int = 12
+    recall_at: int = 6
     seen: list = []
     pages: list = []
     found: dict = {}
@@ -360,7 +360,7 @@ print("tools the middleware adds:", [t.name for t in middleware.tools])
 agent = create_agent(model, [read_file], middleware=[middleware])
 result = agent.invoke({"messages": [("user", "Find the wrong posting in the ledger.")]}, {"recursion_limit": 200})
 print(result["messages"][-1].content)"""),
-    ("md", "## What the model saw, and what it got back\n\nBy step 12 the ledger (step 0) is a brief in the request; its reference is all the model needs."),
+    ("md", "## What the model saw, and what it got back\n\nBy step 6 the ledger (step 0) is a brief in the request; its reference is all the model needs."),
     ("code", """print("brief at step", model.recall_at, ":", model.found["brief"])
 print(len(BIG), "characters in the original, recalled in", len(model.pages), "pages")
 print(model.pages[0][:200], "...")
