@@ -104,6 +104,14 @@ class UsageHandler:
         return ModelResponse(result=[reply])
 
 
+def record(out: Any, state: dict[str, Any]) -> float:
+    """Apply the middleware's state update (if any) to ``state``; return the correction."""
+    if isinstance(out, ExtendedModelResponse):
+        assert out.command is not None
+        state.update(out.command.update)  # type: ignore[arg-type]
+    return Calibration.from_state(state.get(CALIBRATION_STATE_KEY)).correction
+
+
 def request(messages: list[BaseMessage], state: dict[str, Any]) -> ModelRequest[Any]:
     return ModelRequest(
         model=GenericFakeChatModel(messages=iter([])),
@@ -123,10 +131,7 @@ def run_agent(steps: int, handler: UsageHandler) -> tuple[list[float], dict[str,
     corrections = []
     for i in range(steps):
         out = mw.wrap_model_call(request(messages, state), handler)
-        if isinstance(out, ExtendedModelResponse):
-            assert out.command is not None
-            state.update(out.command.update)  # type: ignore[arg-type]
-        corrections.append(Calibration.from_state(state.get(CALIBRATION_STATE_KEY)).correction)
+        corrections.append(record(out, state))
         messages = [*messages, *chinese_step(i)]
     return corrections, state
 
@@ -277,10 +282,7 @@ async def arun_agent(steps: int, handler: UsageHandler) -> tuple[list[float], di
 
     for i in range(steps):
         out = await mw.awrap_model_call(request(messages, state), ahandler)
-        if isinstance(out, ExtendedModelResponse):
-            assert out.command is not None
-            state.update(out.command.update)  # type: ignore[arg-type]
-        corrections.append(Calibration.from_state(state.get(CALIBRATION_STATE_KEY)).correction)
+        corrections.append(record(out, state))
         messages = [*messages, *chinese_step(i)]
     return corrections, state
 
