@@ -1,25 +1,39 @@
 # Two commands set everything up on a fresh machine with Python and pip:
-#   make demo   - create .venv, install, compress a bundled real transcript, print the report
-#   make test   - install, then lint, type-check and run every test (offline)
+#   make demo   - create .venv, install the core, compress the bundled real transcripts,
+#                 print the report and how long it all took
+#   make test   - add the dev tools, then lint, type-check and run every test (offline)
 PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
-STAMP := $(VENV)/.installed
+# One stamp per install: the demo needs the core only; every other target the dev tools.
+CORE_STAMP := $(VENV)/.installed-core
+DEV_STAMP := $(VENV)/.installed-dev
+# When make started, so that the demo's time includes setting up .venv.
+START := $(shell date +%s)
 
-.PHONY: install demo test lint typecheck unit integration package-check notebooks bench bench-quick test-real-llm mutation-check clean
+.PHONY: install install-core demo test lint typecheck unit integration package-check notebooks bench bench-quick test-real-llm mutation-check clean
 
+# pip >= 25.1 reads the dev dependency group (PEP 735) from pyproject.toml.
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
-
-$(STAMP): $(BIN)/python pyproject.toml
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e ".[dev]"
-	touch $(STAMP)
 
-install: $(STAMP)
+$(CORE_STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install --quiet -e .
+	touch $@
 
-demo: install
+$(DEV_STAMP): $(CORE_STAMP) pyproject.toml
+	$(BIN)/python -m pip install --quiet --group dev
+	touch $@
+
+install-core: $(CORE_STAMP)
+
+install: $(DEV_STAMP)
+
+demo: install-core
 	$(BIN)/context-pipeline report examples/transcripts/*.json --threshold 16000 --tail-budget 4000
+	@echo "make demo: done in $$(( $$(date +%s) - $(START) )) s, setting up $(VENV) included" \
+		"($$($(BIN)/python -m pip list --format=freeze | wc -l) packages)"
 
 lint: install
 	$(BIN)/ruff check .
