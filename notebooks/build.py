@@ -154,32 +154,71 @@ class ScriptedAgentModel(BaseChatModel):
 model = ScriptedAgentModel()'''
 
 HOOK = [
-    ("md", "# 02 · LangGraph `create_react_agent` with the pre-model hook\n\nA scripted tool-calling model stands in for the remote one (offline); it also writes the summaries. The hook keeps every model call under the threshold while the full history stays in the agent's state."),
+    ("md", "# 02 · LangGraph: the pre-model hook in a hand-built `StateGraph`\n\nA scripted tool-calling model stands in for the remote one (offline); it also writes the summaries. The hook is a node that runs before the model node: it keeps every model call under the threshold while the full history stays in the graph's state. For a prebuilt agent, LangGraph recommends `create_agent`, which takes `ContextPipelineMiddleware` (notebook 03); the deprecated `create_react_agent` takes the hook too (last section)."),
     ("code", SCRIPTED),
-    ("code", """import warnings
-
+    ("md", "## The graph\n\nThe hook writes the compressed view to `llm_input_messages`; the model node sends it, after its system prompt. The hook cannot see that prompt or the tools, so it is given both: the budget covers the whole request."),
+    ("code", """from langchain_core.messages import SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
-from langgraph.prebuilt import create_react_agent
+from langgraph.graph import START, StateGraph
+from langgraph.prebuilt import ToolNode, tools_condition
 
 from langchain_context_pipeline import estimate_tokens, is_pipeline_summary
-from langchain_context_pipeline.langgraph import create_pre_model_hook
+from langchain_context_pipeline.langgraph import ContextPipelineState, create_pre_model_hook
 
-warnings.filterwarnings("ignore", message="create_react_agent has been moved")
-hook = create_pre_model_hook(threshold=8000, tail_budget=2000, model=model)
-agent = create_react_agent(model, [read_file], pre_model_hook=hook, checkpointer=InMemorySaver())
+PROMPT = "You are a careful coding agent."
+tools = [read_file]
+
+
+class State(ContextPipelineState):
+    llm_input_messages: list  # the compressed view the hook writes for the model
+
+
+hook = create_pre_model_hook(threshold=8000, tail_budget=2000, model=model, system_prompt=PROMPT, tools=tools)
+llm = model.bind_tools(tools)
+
+
+def call_model(state: State) -> dict:
+    return {"messages": [llm.invoke([SystemMessage(PROMPT), *state["llm_input_messages"]])]}
+
+
+builder = StateGraph(State)
+builder.add_node("compress", hook)
+builder.add_node("agent", call_model)
+builder.add_node("tools", ToolNode(tools))
+builder.add_edge(START, "compress")
+builder.add_edge("compress", "agent")
+builder.add_conditional_edges("agent", tools_condition)
+builder.add_edge("tools", "compress")
+graph = builder.compile(checkpointer=InMemorySaver())
+
 config = {"configurable": {"thread_id": "demo"}, "recursion_limit": 200}
-result = agent.invoke({"messages": [("user", "Find the bug in src/payments")]}, config)
+result = graph.invoke({"messages": [("user", "Find the bug in src/payments")]}, config)
 print(result["messages"][-1].content)"""),
-    ("md", "## What the model saw at each step\n\nTokens sent per call, and whether a summary stood in for the middle turns."),
-    ("code", """print("step  tokens  messages  summary")
+    ("md", "## What the model saw at each step\n\nTokens sent per call (the system prompt included), and whether a summary stood in for the middle turns. The conversation's messages and what the hook reserved for the prompt and the tool's schema stay within the threshold."),
+    ("code", """def conversation(request: list) -> list:
+    return [m for m in request if not isinstance(m, SystemMessage)]
+
+
+print("step  tokens  messages  summary")
 for step, request in enumerate(model.seen):
     summary = any(is_pipeline_summary(m) for m in request)
     print(f"{step:>4}  {estimate_tokens(request):>6}  {len(request):>8}  {'yes' if summary else '-'}")
-assert max(estimate_tokens(r) for r in model.seen) <= 8000"""),
+print("reserved for the system prompt and the tool's schema:", hook.reserved_tokens, "tokens")
+assert max(estimate_tokens(conversation(r)) for r in model.seen) + hook.reserved_tokens <= 8000"""),
     ("md", "## Nothing is lost\n\nThe checkpoint holds every message; the carried summary sits in the `context_pipeline_summary` state key."),
-    ("code", """state = agent.get_state(config).values
+    ("code", """state = graph.get_state(config).values
 print(len(state["messages"]), "messages in the checkpoint;", estimate_tokens(state["messages"]), "tokens")
 print(state["context_pipeline_summary"]["text"][:200])"""),
+    ("md", "## With `create_react_agent` (deprecated by LangGraph)\n\n`create_react_agent` takes the same hook as `pre_model_hook=` and sends the compressed view itself. LangGraph 1.0 deprecates it in favour of `langchain.agents.create_agent` (notebook 03), and says so with a `DeprecationWarning` when it is called: the warning below is left visible on purpose."),
+    ("code", """from langgraph.prebuilt import create_react_agent
+
+react_model = ScriptedAgentModel(steps=12)
+react_hook = create_pre_model_hook(threshold=8000, tail_budget=2000, model=react_model, system_prompt=PROMPT, tools=tools)
+agent = create_react_agent(react_model, tools, prompt=PROMPT, pre_model_hook=react_hook)  # warns: deprecated
+result = agent.invoke({"messages": [("user", "Find the bug in src/payments")]}, {"recursion_limit": 100})
+largest = max(estimate_tokens(conversation(r)) for r in react_model.seen)
+print(result["messages"][-1].content, "| largest conversation sent:", largest, "tokens")
+assert largest + react_hook.reserved_tokens <= 8000"""),
 ]
 
 MIDDLEWARE = [
