@@ -116,3 +116,15 @@ def test_plain_readme_example_runs(
     code = plain_blocks()[index]
     exec(compile(code, f"README.md[python {index}]", "exec"), {})
     assert capsys.readouterr().out.strip()
+
+
+def test_readme_names_every_extra() -> None:
+    text = (ROOT / "README.md").read_text(encoding="utf-8")
+    listed = re.search(r"\(extras: (?P<list>[^)]*)\)", text)
+    assert listed, "README.md lists no extras"
+    named = set(re.findall(r"(?:^|,\s+)`([\w-]+)`", listed["list"]))  # each item's first name
+    pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")  # no tomllib on 3.10
+    table = pyproject.split("[project.optional-dependencies]\n", 1)[1].split("\n[", 1)[0]
+    extras = set(re.findall(r"^([\w-]+) = \[", table, re.MULTILINE))
+    assert extras >= {"langgraph", "agents"}
+    assert named == extras, f"README.md lists {sorted(named)}, pyproject.toml has {sorted(extras)}"
