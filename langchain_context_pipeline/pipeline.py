@@ -38,8 +38,8 @@ from langchain_context_pipeline.marks import is_pipeline_summary
 from langchain_context_pipeline.pruner import Pruner
 from langchain_context_pipeline.report import CompressionReport, CompressionResult
 from langchain_context_pipeline.settings import PipelineSettings, settings_or_model
-from langchain_context_pipeline.threshold import token_count
 from langchain_context_pipeline.summary_memory import Prefixes, StoreRead, StoreWrite, SummaryMemory
+from langchain_context_pipeline.threshold import token_count
 from langchain_context_pipeline.tokens import estimate_message_tokens, resolve_token_counter
 from langchain_context_pipeline.truncate import minimal_request, note_room, removal_note, truncate
 

@@ -267,12 +267,19 @@ class PipelineSettings:
         return PipelineSettings.from_keywords(self, threshold=threshold, tail_budget=tail)
 
 
-def settings_or_model(first: Any, model: Any) -> tuple[PipelineSettings | None, Any]:
+def settings_or_model(
+    first: Any, model: Any, also: str = ""
+) -> tuple[PipelineSettings | None, Any]:
     """Return ``(settings, summarizer)`` from a first positional argument and ``model=``.
 
     The first argument may be :class:`PipelineSettings`, or the summarizer itself
     (a chat model, Runnable, callable, ``"provider:model"`` name or ``DIGEST``), as
     LangChain's ``SummarizationMiddleware(model)`` takes it.
+
+    Args:
+        first: the first positional argument.
+        model: the ``model=`` argument.
+        also: what else the caller takes there, for the error (``"a ContextPipeline, "``).
 
     Raises:
         TypeError: when the first argument is neither, or a summarizer is given twice.
@@ -285,8 +292,9 @@ def settings_or_model(first: Any, model: Any) -> tuple[PipelineSettings | None, 
 
     if not (first is DIGEST or isinstance(first, str | Runnable) or callable(first)):
         raise TypeError(
-            "the first argument must be PipelineSettings or the summarizer (a chat model, "
-            f"Runnable, callable, 'provider:model' name or DIGEST), got {type(first).__name__}"
+            f"the first argument must be {also}PipelineSettings or the summarizer (a chat "
+            "model, Runnable, callable, 'provider:model' name or DIGEST), got "
+            f"{type(first).__name__}"
         )
     if model is not None:
         raise TypeError(

@@ -71,9 +71,9 @@ def normalize_threshold(threshold: Any, name: str = "threshold") -> int | tuple[
     """
     if isinstance(threshold, tuple) and len(threshold) == 2 and threshold[0] == "fraction":
         share = threshold[1]
-        if _is_int(share) or isinstance(share, float):
-            if math.isfinite(share) and 0 < share <= 1:
-                return ("fraction", float(share))
+        number = _is_int(share) or isinstance(share, float)
+        if number and math.isfinite(share) and 0 < share <= 1:
+            return ("fraction", float(share))
         raise ValueError(f"{name}=('fraction', share) needs 0 < share <= 1, got {threshold!r}")
     if _is_int(threshold) or (isinstance(threshold, tuple) and threshold[:1] == ("tokens",)):
         return token_count(threshold, name)
@@ -99,7 +99,7 @@ def model_window(model: Any) -> int | None:
     """Return the chat model's ``profile["max_input_tokens"]``, or ``None`` if it gives none."""
     profile = getattr(model, "profile", None)
     limit = profile.get("max_input_tokens") if isinstance(profile, Mapping) else None
-    return limit if _is_int(limit) and limit >= 1 else None
+    return limit if isinstance(limit, int) and _is_int(limit) and limit >= 1 else None
 
 
 def resolve_threshold(threshold: Threshold, model: Any = None) -> int:
@@ -131,7 +131,7 @@ def resolve_threshold(threshold: Threshold, model: Any = None) -> int:
         raise ValueError(
             f"threshold=('fraction', {share}) is a share of the agent model's "
             "profile['max_input_tokens']: pass the agent's chat model (agent_model=...), "
-            "or a token count"
+            "or an int threshold"
         )
     limit = model_window(model)
     if limit is None:
@@ -139,7 +139,7 @@ def resolve_threshold(threshold: Threshold, model: Any = None) -> int:
         raise ValueError(
             f"threshold=('fraction', {share}) needs the agent model's "
             f"profile['max_input_tokens'], which this {name} does not declare "
-            f"(profile={getattr(model, 'profile', None)!r}); pass a token count, or give "
+            f"(profile={getattr(model, 'profile', None)!r}); pass an int threshold, or give "
             f"the model one: {name}(..., profile={{'max_input_tokens': ...}})"
         )
     return max(1, math.floor(limit * share))
