@@ -161,7 +161,7 @@ def test_positional_settings_still_work(entry: str) -> None:
 def test_a_summarizer_given_twice_or_a_wrong_first_argument_is_refused(entry: str) -> None:
     with pytest.raises(TypeError, match="given twice"):
         POSITIONAL[entry](EchoSummarizer(), model=DIGEST)
-    with pytest.raises(TypeError, match="PipelineSettings or the summarizer.*got dict"):
+    with pytest.raises(TypeError, match=r"PipelineSettings or the summarizer.*got dict"):
         POSITIONAL[entry]({"threshold": 8000})
 
 
@@ -271,6 +271,7 @@ def test_a_chained_no_op_pass_says_so() -> None:
     ContextPipeline(threshold=100_000).invoke([HumanMessage("hi")], {"callbacks": [log]})
     (run,) = log.chains
     assert run.metadata[METADATA_PREFIX + "stages"] == []
-    assert run.metadata[METADATA_PREFIX + "tokens_after"] == run.metadata[
-        METADATA_PREFIX + "tokens_before"
-    ]
+    assert (
+        run.metadata[METADATA_PREFIX + "tokens_after"]
+        == run.metadata[METADATA_PREFIX + "tokens_before"]
+    )

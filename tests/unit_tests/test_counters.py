@@ -16,13 +16,14 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from langchain_context_pipeline import (
     ContextPipeline,
+    _encodings,
+    _exact,
     estimate_tokens,
+    exact_token_counter,
     resolve_token_counter,
     tiktoken_counter,
 )
-from langchain_context_pipeline import _encodings, _exact
 from langchain_context_pipeline._encodings import encoding_for_model_name
-from langchain_context_pipeline._exact import exact_token_counter
 from langchain_context_pipeline.langgraph import create_pre_model_hook
 from langchain_context_pipeline.middleware import ContextPipelineMiddleware
 from langchain_context_pipeline.tokens import MESSAGE_OVERHEAD_TOKENS, countable_parts
@@ -263,7 +264,9 @@ def test_middleware_exact_falls_back_to_the_estimate_for_another_model(
 
 
 def test_hook_exact_counts_with_the_agent_models_tokenizer() -> None:
-    hook = create_pre_model_hook(threshold=8000, agent_model=named("gpt-4.1"), token_counter="exact")
+    hook = create_pre_model_hook(
+        threshold=8000, agent_model=named("gpt-4.1"), token_counter="exact"
+    )
     assert hook.pipeline.token_counter(MIXED) == by_encoding("o200k_base", MIXED)
     with pytest.raises(ValueError, match="token_counter='exact' needs agent_model"):
         create_pre_model_hook(threshold=8000, token_counter="exact")
