@@ -13,7 +13,8 @@ For a chat model (or a model name), :func:`exact_token_counter` counts with:
 Every counter charges the same parts of a message (see
 :func:`~langchain_context_pipeline.tokens.countable_parts`) and 4 tokens of
 framing per message, so an exact count differs from the estimate only in how a
-text is counted.
+text is counted; an OpenAI encoding's count adds the 3 tokens OpenAI's chat format
+spends on every request to prime the reply.
 """
 
 from __future__ import annotations
@@ -74,6 +75,23 @@ def _counts_locally(model: Any) -> bool:
     return own not in defaults and not type(model).__module__.startswith(_NOT_LOCAL)
 
 
+REPLY_PRIMING_TOKENS = 3
+"""Tokens OpenAI's chat format adds to every request to prime the reply."""
+
+
+def _primed(counter: TokenCounter) -> TokenCounter:
+    """Add the reply's priming to a count of messages in OpenAI's chat format.
+
+    Asked about one message, the counter charges the priming too: a sum of
+    per-message counts only overestimates a request, never underestimates it.
+    """
+
+    def count(messages: Sequence[BaseMessage], /) -> int:
+        return counter(messages) + REPLY_PRIMING_TOKENS if messages else 0
+
+    return count
+
+
 def exact_token_counter(model: Any, *, fallback: bool = False) -> TokenCounter:
     """Return the counter of ``model``'s own tokenizer, available offline.
 
@@ -92,14 +110,14 @@ def exact_token_counter(model: Any, *, fallback: bool = False) -> TokenCounter:
 
     Example:
         >>> from langchain_core.messages import HumanMessage
-        >>> exact_token_counter("gpt-4o")([HumanMessage("hello world")])  # 2 + framing
-        6
+        >>> exact_token_counter("gpt-4o")([HumanMessage("hello world")])  # 2 + 4 + 3
+        9
     """
     name = _model_name(model)
     encoding = None if name is None else encoding_for_model_name(name)
     if encoding is not None:
         try:
-            return tiktoken_counter(encoding)
+            return _primed(tiktoken_counter(encoding))
         except (ImportError, RuntimeError) as exc:
             reason = str(exc)
             if not fallback and isinstance(exc, RuntimeError):

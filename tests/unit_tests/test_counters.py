@@ -24,6 +24,7 @@ from langchain_context_pipeline import (
     tiktoken_counter,
 )
 from langchain_context_pipeline._encodings import encoding_for_model_name
+from langchain_context_pipeline._exact import REPLY_PRIMING_TOKENS
 from langchain_context_pipeline.langgraph import create_pre_model_hook
 from langchain_context_pipeline.middleware import ContextPipelineMiddleware
 from langchain_context_pipeline.tokens import MESSAGE_OVERHEAD_TOKENS, countable_parts
@@ -167,7 +168,9 @@ def named(name: str, window: int | None = None) -> NamedModel:
     ],
 )
 def test_exact_counts_an_openai_model_with_its_encoding(model: Any, encoding: str) -> None:
-    assert exact_token_counter(model)(MIXED) == by_encoding(encoding, MIXED)
+    counter = exact_token_counter(model)
+    assert counter(MIXED) == by_encoding(encoding, MIXED) + REPLY_PRIMING_TOKENS
+    assert counter([]) == 0
 
 
 def test_exact_uses_a_models_own_local_count() -> None:
@@ -267,6 +270,6 @@ def test_hook_exact_counts_with_the_agent_models_tokenizer() -> None:
     hook = create_pre_model_hook(
         threshold=8000, agent_model=named("gpt-4.1"), token_counter="exact"
     )
-    assert hook.pipeline.token_counter(MIXED) == by_encoding("o200k_base", MIXED)
+    assert hook.pipeline.token_counter(MIXED) == by_encoding("o200k_base", MIXED) + 3
     with pytest.raises(ValueError, match="token_counter='exact' needs agent_model"):
         create_pre_model_hook(threshold=8000, token_counter="exact")
