@@ -28,6 +28,7 @@ from langchain_context_pipeline._events import METADATA_PREFIX
 from langchain_context_pipeline.deepagents import DeepAgentContextMiddleware
 from langchain_context_pipeline.langgraph import create_pre_model_hook
 from langchain_context_pipeline.middleware import ContextPipelineMiddleware
+from langchain_context_pipeline.threshold import normalize_threshold
 
 LOGGER = "langchain_context_pipeline"
 
@@ -106,6 +107,34 @@ def test_a_bad_threshold_names_the_argument_and_the_value(
     with pytest.raises(ValueError) as info:
         BUILDERS[entry](threshold=value)
     assert name in str(info.value) and shown in str(info.value)
+
+
+ANY_VALUE = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.floats(allow_nan=True),
+    st.text(max_size=5),
+    st.tuples(st.sampled_from(["tokens", "fraction", "messages", "x"]), st.integers()),
+    st.tuples(st.sampled_from(["tokens", "fraction"]), st.floats(allow_nan=True)),
+    st.tuples(st.sampled_from(["tokens", "fraction"]), st.text(max_size=3), st.integers()),
+    st.lists(st.integers(), max_size=2),
+)
+
+
+@given(value=ANY_VALUE)
+def test_any_threshold_is_a_budget_or_a_value_error_naming_it(value: Any) -> None:
+    """Whatever is given, the answer is a budget or a ValueError that shows the value."""
+    try:
+        normalized = normalize_threshold(value)
+    except ValueError as error:
+        assert "threshold" in str(error) and repr(value) in str(error)
+        return
+    if isinstance(normalized, int):
+        assert normalized >= 1
+        assert normalized == (value if isinstance(value, int) else value[1])
+    else:
+        assert normalized[0] == "fraction" and 0 < normalized[1] <= 1
 
 
 @pytest.mark.parametrize("value", [("tokens", -1), ("fraction", 0.2), 1.5])
