@@ -4,6 +4,7 @@ Cheapest way first: free pruning of old, bulky content, then one summary of the
 middle turns, then a hard cut that makes the budget a guarantee.
 """
 
+from langchain_context_pipeline._exact import exact_token_counter
 from langchain_context_pipeline.briefs import BUILTIN_BRIEFS, BriefFunction, brief_for
 from langchain_context_pipeline.carried import SUMMARY_STATE_KEY, CarriedSummary
 from langchain_context_pipeline.condenser import Condenser, CondenseStats
@@ -46,6 +47,7 @@ __all__ = [
     "TruncateStats",
     "brief_for",
     "estimate_tokens",
+    "exact_token_counter",
     "hard_truncate",
     "is_pipeline_summary",
     "resolve_token_counter",

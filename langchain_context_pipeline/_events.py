@@ -1,6 +1,8 @@
 """What a compressing call tells the outside: a stream event and trace metadata.
 
-The entry points (the LangGraph hook, the agent middleware) run each pass through
+In a chain, :class:`ContextPipeline`'s own run carries the same metadata
+(:func:`attach_report`). The entry points (the LangGraph hook, the agent
+middleware) run each pass through
 :func:`compress_traced` / :func:`acompress_traced`: the pass gets a run of its own
 in traces, named after the pipeline (``ContextPipeline``), with the summarizer's
 run (``context_condenser``) inside it and the report's essentials as the run's
@@ -14,7 +16,7 @@ Only ``langchain-core`` is imported here; the stream writer is the entry points'
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from langchain_core.callbacks import (
     AsyncCallbackManagerForChainRun,
@@ -29,13 +31,16 @@ from langchain_core.runnables.config import (
 )
 from langchain_core.runnables.utils import coro_with_context
 
-from langchain_context_pipeline.pipeline import ContextPipeline
 from langchain_context_pipeline.report import CompressionReport, CompressionResult
+
+if TYPE_CHECKING:  # the pipeline imports this module for its own runs
+    from langchain_context_pipeline.pipeline import ContextPipeline
 
 __all__ = [
     "EVENT_TYPE",
     "METADATA_PREFIX",
     "acompress_traced",
+    "attach_report",
     "compress_traced",
     "essentials",
     "report_event",
@@ -104,6 +109,13 @@ def _attach(run: CallbackManagerForChainRun | AsyncCallbackManagerForChainRun, m
             record.add_metadata(meta)
 
 
+def attach_report(
+    run: CallbackManagerForChainRun | AsyncCallbackManagerForChainRun, report: CompressionReport
+) -> None:
+    """Add the report's :func:`trace_metadata` to ``run`` (before it ends)."""
+    _attach(run, trace_metadata(report))
+
+
 def _child(config: RunnableConfig, manager: BaseCallbackManager) -> RunnableConfig:
     return patch_config(config, callbacks=manager)
 
@@ -125,7 +137,7 @@ def compress_traced(pipeline: ContextPipeline, messages: Any, **keywords: Any) -
     except BaseException as exc:
         run.on_chain_error(exc)
         raise
-    _attach(run, trace_metadata(result.report))
+    attach_report(run, result.report)
     run.on_chain_end({"output": result.messages})
     return result
 
@@ -145,6 +157,6 @@ async def acompress_traced(
     except BaseException as exc:
         await run.on_chain_error(exc)
         raise
-    _attach(run, trace_metadata(result.report))
+    attach_report(run, result.report)
     await run.on_chain_end({"output": result.messages})
     return result

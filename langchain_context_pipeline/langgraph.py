@@ -57,6 +57,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from langchain_context_pipeline._archive import aarchive_originals, archive_originals, thread_of
 from langchain_context_pipeline._events import acompress_traced, compress_traced
+from langchain_context_pipeline._exact import exact_token_counter
 from langchain_context_pipeline._stream import emit
 from langchain_context_pipeline.calibration import (
     CALIBRATION_STATE_KEY,
@@ -67,8 +68,8 @@ from langchain_context_pipeline.calibration import (
 from langchain_context_pipeline.carried import SUMMARY_STATE_KEY, CarriedSummary
 from langchain_context_pipeline.pipeline import ContextPipeline, OverBudget
 from langchain_context_pipeline.report import CompressionResult
-from langchain_context_pipeline.settings import PipelineSettings
-from langchain_context_pipeline.threshold import Threshold, resolve_threshold
+from langchain_context_pipeline.settings import PipelineSettings, settings_or_model
+from langchain_context_pipeline.threshold import Threshold, resolve_threshold, window_warning
 
 __all__ = [
     "DEFAULT_SUMMARY_KEY",
@@ -358,7 +359,7 @@ def _hook_class(summary_key: str) -> type[ContextPipelineHook]:
 
 
 def create_pre_model_hook(
-    pipeline: ContextPipeline | None = None,
+    pipeline: ContextPipeline | PipelineSettings | Any = None,
     *,
     mode: HookMode = "ephemeral",
     summary_key: str = DEFAULT_SUMMARY_KEY,
@@ -380,14 +381,18 @@ def create_pre_model_hook(
 
     Args:
         pipeline: a configured :class:`ContextPipeline`; or leave it out and give
-            its settings here, as :class:`ContextPipeline` takes them.
+            its settings here, as :class:`ContextPipeline` takes them. Settings or
+            the summarizer may stand here too (``create_pre_model_hook(model)`` is
+            ``model=model``), as :class:`ContextPipeline` takes them positionally.
         mode: ``"ephemeral"`` (default) returns ``{"llm_input_messages": ...}`` on
             every call and keeps the full history in ``messages``; ``"persist"``
             returns ``{"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), ...]}``,
             only when something changed.
         summary_key: the state key of the carried summary (ephemeral mode).
-        threshold: the budget in tokens, or ``("fraction", share)`` of the agent
-            model's ``profile["max_input_tokens"]`` (needs ``agent_model``).
+        threshold: the budget in tokens (an int or ``("tokens", n)``), or
+            ``("fraction", share)`` of the agent model's ``profile["max_input_tokens"]``
+            (needs ``agent_model``). A token count above ``agent_model``'s
+            ``max_input_tokens`` is warned about.
         agent_model: the agent's chat model: needed for a fraction threshold and for
             ``token_counter="model"``; with it, calibration ignores usage reported
             by any other model.
@@ -400,7 +405,8 @@ def create_pre_model_hook(
         settings: :class:`PipelineSettings` for the pipeline.
         model: the summarizer (see :class:`ContextPipeline`).
         token_counter: the token counter (see :class:`ContextPipeline`);
-            ``"model"`` counts with ``agent_model``.
+            ``"model"`` counts with ``agent_model``; ``"exact"`` with its tokenizer
+            when one is available offline, else the default estimate with a warning.
         store: in persist mode, the LangGraph store that keeps the originals a
             pass replaces, for the ``recall`` tool (default: the graph's store,
             if it was compiled with one); keyed by the run's ``thread_id``.
@@ -430,6 +436,11 @@ def create_pre_model_hook(
         raise ValueError(f"summary_key must be an identifier, got {summary_key!r}")
     if summary_key in _RESERVED_KEYS:
         raise ValueError(f"summary_key {summary_key!r} is a key the agent itself uses")
+    if pipeline is not None and not isinstance(pipeline, ContextPipeline):
+        first, model = settings_or_model(pipeline, model, also="a ContextPipeline, ")
+        if first is not None and settings is not None:
+            raise TypeError("settings were given twice: positionally and as settings=")
+        pipeline, settings = None, first or settings
     given = {
         name
         for name, value in (
@@ -442,8 +453,6 @@ def create_pre_model_hook(
         if value is not None
     } | set(keywords)
     if pipeline is not None:
-        if not isinstance(pipeline, ContextPipeline):
-            raise TypeError(f"pipeline must be a ContextPipeline, got {type(pipeline).__name__}")
         if given:
             raise ValueError(
                 f"pass either a ContextPipeline or its settings, not both (got {sorted(given)})"
@@ -451,11 +460,19 @@ def create_pre_model_hook(
     else:
         if threshold is not None:
             keywords["threshold"] = resolve_threshold(threshold, agent_model)
-        if token_counter == "model":
+        if isinstance(token_counter, str) and token_counter in ("model", "exact"):
             if agent_model is None:
-                raise ValueError("token_counter='model' needs agent_model, the agent's chat model")
-            token_counter = agent_model
+                raise ValueError(
+                    f"token_counter={token_counter!r} needs agent_model, the agent's chat model"
+                )
+            exact = token_counter == "exact"
+            token_counter = (
+                exact_token_counter(agent_model, fallback=True) if exact else agent_model
+            )
         pipeline = ContextPipeline(settings, model=model, token_counter=token_counter, **keywords)
+        too_big = None if agent_model is None else window_warning(pipeline.threshold, agent_model)
+        if too_big is not None:
+            logger.warning("%s", too_big)
     reserved = request_overhead(pipeline.token_counter, system_prompt, tools)
     if reserved >= pipeline.threshold:
         raise ValueError(

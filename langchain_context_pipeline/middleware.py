@@ -65,14 +65,14 @@ from langchain_context_pipeline.carried import SUMMARY_STATE_KEY, CarriedSummary
 from langchain_context_pipeline.pipeline import ContextPipeline
 from langchain_context_pipeline.recall import create_recall_tool
 from langchain_context_pipeline.report import CompressionResult
-from langchain_context_pipeline.settings import PipelineSettings
-from langchain_context_pipeline.threshold import Threshold, check_threshold, resolve_threshold
-from langchain_context_pipeline.tokens import (
-    TokenCounter,
-    counting_model,
-    model_token_counter,
-    reset_counting_model,
+from langchain_context_pipeline.settings import PipelineSettings, settings_or_model
+from langchain_context_pipeline.threshold import (
+    Threshold,
+    normalize_threshold,
+    resolve_threshold,
+    window_warning,
 )
+from langchain_context_pipeline.tokens import TokenCounter, counting_model, reset_counting_model
 
 __all__ = ["SUMMARY_STATE_KEY", "ContextPipelineAgentState", "ContextPipelineMiddleware"]
 
@@ -109,9 +109,9 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
 
     def __init__(
         self,
-        settings: PipelineSettings | None = None,
+        settings: PipelineSettings | Any = None,
         *,
-        threshold: Threshold = 32000,
+        threshold: Threshold | None = None,
         model: Any = None,
         token_counter: Any = None,
         recall_tool: bool = True,
@@ -121,17 +121,23 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         """Configure the middleware.
 
         Args:
-            settings: :class:`PipelineSettings` for the pipeline (its threshold is
-                replaced by ``threshold``).
+            settings: :class:`PipelineSettings` for the pipeline; or the summarizer,
+                as ``SummarizationMiddleware(model)`` takes it:
+                ``ContextPipelineMiddleware(model)`` is ``model=model``.
             threshold: the budget of each model call in tokens (system message, tool
-                schemas and messages together), or ``("fraction", share)`` of the
-                agent model's ``profile["max_input_tokens"]``, read from each request.
+                schemas and messages together): an int or ``("tokens", n)``; or
+                ``("fraction", share)`` of the agent model's
+                ``profile["max_input_tokens"]``, read from each request. Left out,
+                ``settings.threshold`` (32000 by default). A token count above the
+                model's ``max_input_tokens`` is warned about once.
             model: the summarizer (a chat model, Runnable, callable or
                 ``"provider:model"`` name), :data:`DIGEST` for the deterministic
                 digest, or ``None`` to prune and truncate only.
             token_counter: the token counter (see :class:`ContextPipeline`);
                 ``"model"`` counts with each request's model
-                (``get_num_tokens_from_messages``).
+                (``get_num_tokens_from_messages``); ``"exact"`` with its tokenizer
+                when one is available offline (else the default estimate, with a
+                warning).
             recall_tool: add the ``recall`` tool to the agent, so it can read back
                 what compaction replaced (see :mod:`langchain_context_pipeline.recall`).
             cache_control: mark the end of the request's stable prefix for Anthropic's
@@ -143,21 +149,23 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
 
         Raises:
             ValueError: for a malformed threshold or inconsistent pipeline settings.
-            TypeError: for an unknown setting.
+            TypeError: for an unknown setting, or a summarizer given twice.
         """
         super().__init__()
-        check_threshold(threshold)
-        self.threshold: Threshold = threshold
-        if isinstance(threshold, int):
-            keywords["threshold"] = threshold
+        settings, model = settings_or_model(settings, model)
+        if threshold is None:
+            threshold = (settings or PipelineSettings()).threshold
+        self.threshold: Threshold = normalize_threshold(threshold)
+        if isinstance(self.threshold, int):
+            keywords["threshold"] = self.threshold
         # One pipeline (one circuit breaker); a fraction threshold is resolved per
         # call and passed to ``compress``, which derives the tail from it.
-        self._counts_with_model = token_counter == "model"
+        self._counts_with_model = isinstance(token_counter, str) and token_counter in (
+            "model",
+            "exact",
+        )
         self.pipeline = ContextPipeline(
-            settings,
-            model=model,
-            token_counter=model_token_counter() if self._counts_with_model else token_counter,
-            **keywords,
+            settings, model=model, token_counter=token_counter, **keywords
         )
         self.token_counter: TokenCounter = self.pipeline.token_counter
         self._tool_tokens: OrderedDict[tuple[int, ...], tuple[Sequence[Any], int]] = OrderedDict()
@@ -185,6 +193,9 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
     def _budget(self, request: ModelRequest[Any]) -> tuple[int, int]:
         """Return this request's threshold and the tokens its other parts take."""
         total = resolve_threshold(self.threshold, request.model)
+        too_big = window_warning(total, request.model)
+        if too_big is not None and self._warn_once(too_big):
+            logger.warning("%s", too_big)
         reserved = self._tools_tokens(request.tools)
         if request.system_message is not None:
             reserved += int(self.token_counter([request.system_message]))

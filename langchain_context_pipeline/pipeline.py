@@ -17,6 +17,7 @@ from collections.abc import Generator
 from dataclasses import replace
 from typing import Any, Literal
 
+from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
@@ -24,6 +25,7 @@ from langchain_context_pipeline._breaker import conversation_key
 from langchain_context_pipeline._cache_hint import PrefixWatch
 from langchain_context_pipeline._checks import check_int
 from langchain_context_pipeline._coerce import coerce_messages
+from langchain_context_pipeline._events import attach_report
 from langchain_context_pipeline._hysteresis import Cuts, settle
 from langchain_context_pipeline._meter import Meter
 from langchain_context_pipeline._model_call import Reply, SummaryRequest, adrive, drive
@@ -35,8 +37,9 @@ from langchain_context_pipeline.errors import BudgetError
 from langchain_context_pipeline.marks import is_pipeline_summary
 from langchain_context_pipeline.pruner import Pruner
 from langchain_context_pipeline.report import CompressionReport, CompressionResult
-from langchain_context_pipeline.settings import PipelineSettings
+from langchain_context_pipeline.settings import PipelineSettings, settings_or_model
 from langchain_context_pipeline.summary_memory import Prefixes, StoreRead, StoreWrite, SummaryMemory
+from langchain_context_pipeline.threshold import token_count
 from langchain_context_pipeline.tokens import estimate_message_tokens, resolve_token_counter
 from langchain_context_pipeline.truncate import minimal_request, note_room, removal_note, truncate
 
@@ -78,7 +81,7 @@ class ContextPipeline(MessagesRunnable):
 
     def __init__(
         self,
-        settings: PipelineSettings | None = None,
+        settings: PipelineSettings | Any = None,
         *,
         model: Any = None,
         token_counter: Any = None,
@@ -89,7 +92,9 @@ class ContextPipeline(MessagesRunnable):
 
         Args:
             settings: every size and limit (:class:`PipelineSettings`); defaults to
-                the seed's.
+                the seed's. The summarizer may stand here instead, as
+                ``SummarizationMiddleware(model)`` takes it: ``ContextPipeline(model)``
+                is ``ContextPipeline(model=model)``.
             model: the summarizer: a ``BaseChatModel``, Runnable, callable or
                 ``"provider:model"`` name; :data:`DIGEST` for the deterministic
                 digest; ``None`` to skip condensing (hard truncation follows pruning).
@@ -107,10 +112,10 @@ class ContextPipeline(MessagesRunnable):
 
         Raises:
             ValueError: for inconsistent settings, e.g. ``tail_budget >= threshold``.
-            TypeError: for an unknown keyword or a summarizer of the wrong type.
+            TypeError: for an unknown keyword, a summarizer of the wrong type, or one
+                given both positionally and as ``model=``.
         """
-        if settings is not None and not isinstance(settings, PipelineSettings):
-            raise TypeError(f"settings must be a PipelineSettings, got {type(settings).__name__}")
+        settings, model = settings_or_model(settings, model)
         self.settings = PipelineSettings.from_keywords(settings, **keywords)
         self.token_counter = resolve_token_counter(token_counter)
         self.pruner = Pruner(
@@ -544,9 +549,7 @@ class ContextPipeline(MessagesRunnable):
     def _start(
         self, messages: Any, reserved_tokens: int, threshold: int | None
     ) -> tuple[list[BaseMessage], CompressionReport]:
-        if threshold is not None:
-            check_int("threshold", threshold, 1)
-        total = self.settings.threshold if threshold is None else threshold
+        total = self.settings.threshold if threshold is None else token_count(threshold)
         # ``limit`` holds the reserved tokens until the planner turns them into the limit.
         return coerce_messages(messages), CompressionReport(total, limit=reserved_tokens)
 
@@ -614,10 +617,19 @@ class ContextPipeline(MessagesRunnable):
 
         return await adrive(plan, answer)
 
-    def _transform(self, messages: list[BaseMessage], config: RunnableConfig) -> list[BaseMessage]:
-        return self.compress(messages).messages
+    # In a chain, the run of each call carries the report as metadata, as the hook's
+    # and the middleware's passes do (see ``_events``).
 
-    async def _atransform(
-        self, messages: list[BaseMessage], config: RunnableConfig
+    def _run(
+        self, value: Any, run_manager: CallbackManagerForChainRun, config: RunnableConfig
     ) -> list[BaseMessage]:
-        return (await self.acompress(messages)).messages
+        result = self.compress(value)
+        attach_report(run_manager, result.report)
+        return result.messages
+
+    async def _arun(
+        self, value: Any, run_manager: AsyncCallbackManagerForChainRun, config: RunnableConfig
+    ) -> list[BaseMessage]:
+        result = await self.acompress(value)
+        attach_report(run_manager, result.report)
+        return result.messages

@@ -16,8 +16,15 @@ from typing import Any
 
 from langchain_context_pipeline._checks import check_int
 from langchain_context_pipeline.briefs import BriefFunction
+from langchain_context_pipeline.threshold import normalize_threshold, token_count
 
-__all__ = ["CondenseSettings", "PipelineSettings", "PruneSettings", "override"]
+__all__ = [
+    "CondenseSettings",
+    "PipelineSettings",
+    "PruneSettings",
+    "override",
+    "settings_or_model",
+]
 
 _Settings = Any
 
@@ -147,10 +154,12 @@ class PipelineSettings:
     """
 
     threshold: int = 32000
-    """Compress only above this many tokens; the output is always at or under it."""
+    """Compress only above this many tokens; the output is always at or under it.
+    Given as an int or ``("tokens", n)``; a ``("fraction", share)`` of the agent
+    model's window is resolved by the middleware and the hook, which know the model."""
     tail_budget: int = -1
-    """Tokens of newest messages kept verbatim by prune and condense; left out, it
-    becomes ``min(8000, threshold // 4)``."""
+    """Tokens of newest messages kept verbatim by prune and condense (an int or
+    ``("tokens", n)``); left out, it becomes ``min(8000, threshold // 4)``."""
     head_count: int = 2
     """The first N messages (the task), kept verbatim when they are whole units."""
     low_water: float = 0.5
@@ -179,11 +188,18 @@ class PipelineSettings:
                 ``tail_budget >= threshold``.
             TypeError: for a stage setting of the wrong type.
         """
-        check_int("threshold", self.threshold, 1)
+        threshold = normalize_threshold(self.threshold)
+        if not isinstance(threshold, int):
+            raise ValueError(
+                f"threshold={self.threshold!r} is a share of the agent model's window, "
+                "which settings cannot know: give it to ContextPipelineMiddleware(threshold=...) "
+                "or create_pre_model_hook(threshold=..., agent_model=...), or a token count here"
+            )
+        object.__setattr__(self, "threshold", threshold)
         if self.tail_budget is None or self.tail_budget == -1:
             object.__setattr__(self, "tail_budget", min(DEFAULT_TAIL_CAP, self.threshold // 4))
             object.__setattr__(self, "tail_derived", True)
-        check_int("tail_budget", self.tail_budget, 0)
+        object.__setattr__(self, "tail_budget", token_count(self.tail_budget, "tail_budget", 0))
         check_int("head_count", self.head_count, 0)
         low = self.low_water
         if isinstance(low, bool) or not isinstance(low, int | float) or not 0 < low <= 1:
@@ -249,6 +265,43 @@ class PipelineSettings:
             return PipelineSettings.from_keywords(self, threshold=threshold)
         tail = self.tail_budget * threshold // self.threshold
         return PipelineSettings.from_keywords(self, threshold=threshold, tail_budget=tail)
+
+
+def settings_or_model(
+    first: Any, model: Any, also: str = ""
+) -> tuple[PipelineSettings | None, Any]:
+    """Return ``(settings, summarizer)`` from a first positional argument and ``model=``.
+
+    The first argument may be :class:`PipelineSettings`, or the summarizer itself
+    (a chat model, Runnable, callable, ``"provider:model"`` name or ``DIGEST``), as
+    LangChain's ``SummarizationMiddleware(model)`` takes it.
+
+    Args:
+        first: the first positional argument.
+        model: the ``model=`` argument.
+        also: what else the caller takes there, for the error (``"a ContextPipeline, "``).
+
+    Raises:
+        TypeError: when the first argument is neither, or a summarizer is given twice.
+    """
+    if first is None or isinstance(first, PipelineSettings):
+        return first, model
+    from langchain_core.runnables import Runnable
+
+    from langchain_context_pipeline.digest import DIGEST
+
+    if not (first is DIGEST or isinstance(first, str | Runnable) or callable(first)):
+        raise TypeError(
+            f"the first argument must be {also}PipelineSettings or the summarizer (a chat "
+            "model, Runnable, callable, 'provider:model' name or DIGEST), got "
+            f"{type(first).__name__}"
+        )
+    if model is not None:
+        raise TypeError(
+            f"the summarizer was given twice: positionally ({type(first).__name__}) and "
+            f"as model= ({type(model).__name__})"
+        )
+    return None, first
 
 
 def override(settings: _Settings, owner: str, keywords: Mapping[str, Any]) -> _Settings:

