@@ -390,7 +390,8 @@ def create_pre_model_hook(
             every call and keeps the full history in ``messages``; ``"persist"``
             returns ``{"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), ...]}``,
             only when something changed.
-        summary_key: the state key of the carried summary (ephemeral mode).
+        summary_key: the state key of the carried summary (in persist mode, the
+            record of which message in ``messages`` is the summary).
         threshold: the budget in tokens, or ``("fraction", share)`` of the agent
             model's ``profile["max_input_tokens"]`` (needs ``agent_model``).
         agent_model: the agent's chat model: needed for a fraction threshold and for

@@ -3,8 +3,11 @@
 A mark in ``response_metadata`` is signed with a key the pipeline holds (an
 HMAC over the kind, the id, the text and the mark's fields) and counts only on a
 ``HumanMessage``: a tool's own ``ToolMessage`` carrying a copied mark, an edited
-summary, a summary written under another key, or a forged state value are
-ordinary content. Also here: one circuit breaker per conversation.
+summary, or a summary written under another key are ordinary content when found
+in messages. The private state key of the carried summary is trusted by where it
+is (only graph code writes it), so a restart, under another key, reuses it; in
+persist mode it vouches for the one message it names. Also here: one circuit
+breaker per conversation.
 """
 
 from __future__ import annotations
