@@ -120,7 +120,7 @@ async def main(entry: str, path: str, db: str, phase: str, out: str) -> None:
     )
     extra: dict[str, Any] = {}
 
-    def payload(agent: Any, state: Any) -> dict[str, Any]:
+    def payload(state: Any) -> dict[str, Any]:
         if first:
             return {"messages": [HumanMessage(TASK, id="task")]}
         history = list(state.values["messages"])
@@ -137,14 +137,14 @@ async def main(entry: str, path: str, db: str, phase: str, out: str) -> None:
         conn = sqlite3.connect(db, check_same_thread=False)
         try:
             agent = build(entry, model, summarizer, SqliteSaver(conn))
-            state = agent.invoke(payload(agent, agent.get_state(CONFIG)), CONFIG)
+            state = agent.invoke(payload(agent.get_state(CONFIG)), CONFIG)
         finally:
             conn.close()
     else:
         async with AsyncSqliteSaver.from_conn_string(db) as saver:
             agent = build(entry, model, summarizer, saver)
             before = await agent.aget_state(CONFIG)
-            state = await agent.ainvoke(payload(agent, before), CONFIG)
+            state = await agent.ainvoke(payload(before), CONFIG)
     result = {**report(model, summarizer, state), **extra, "warnings": warnings.texts}
     if first:
         shown_last = result["last_request_summaries"]

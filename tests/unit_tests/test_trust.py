@@ -462,3 +462,34 @@ def test_the_record_vouches_exactly_for_the_message_it_names(
     for edits, message in zip(variants, out, strict=True):
         assert is_pipeline_summary(message) == (edits <= {"sig"}), sorted(edits)
     assert snapshot(messages) == before  # the caller's list and messages are unchanged
+
+
+@pytest.mark.parametrize("path", ["sync", "async"])
+def test_the_middleware_warns_once_per_call_about_a_damaged_value(
+    path: str, caplog: pytest.LogCaptureFixture
+) -> None:
+    from langchain.agents.middleware import ModelRequest, ModelResponse
+    from langchain_core.language_models import GenericFakeChatModel
+
+    from langchain_context_pipeline.middleware import ContextPipelineMiddleware
+
+    messages = history()
+    request = ModelRequest(
+        model=GenericFakeChatModel(messages=iter([])),
+        messages=messages,  # type: ignore[arg-type]
+        system_message=None,
+        tools=[],
+        state={"messages": messages, DEFAULT_SUMMARY_KEY: {"id": "s"}},  # type: ignore[typeddict-item]
+    )
+    response = ModelResponse(result=[AIMessage("ok")])
+    middleware = ContextPipelineMiddleware(threshold=8000, tail_budget=2000, model=DIGEST)
+
+    async def ahandler(_: Any) -> ModelResponse[Any]:
+        return response
+
+    with caplog.at_level(logging.WARNING, logger="langchain_context_pipeline"):
+        if path == "sync":
+            middleware.wrap_model_call(request, lambda _: response)
+        else:
+            asyncio.run(middleware.awrap_model_call(request, ahandler))
+    assert caplog.text.count("ignoring state['context_pipeline_summary']") == 1
