@@ -9,7 +9,13 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
-from langchain_context_pipeline.marks import MARK_KEY_ENV, METADATA_KEY, is_pipeline_summary
+from langchain_context_pipeline.marks import (
+    MARK_KEY_ENV,
+    METADATA_KEY,
+    SIGNATURE_FIELD,
+    is_pipeline_summary,
+    vouched_mark,
+)
 from langchain_context_pipeline.tokens import estimate_message_tokens, message_text
 
 __all__ = ["SUMMARY_STATE_KEY", "CarriedSummary"]
@@ -56,23 +62,27 @@ class CarriedSummary:
 
     @classmethod
     def from_state(cls, value: Any, key: str) -> CarriedSummary | None:
-        """Read a running summary stored in graph state under ``key``.
+        """Read the running summary kept in the private graph-state key ``key``.
 
-        Accepts what :meth:`to_dict` wrote (or a ``CarriedSummary``) whose signed
-        mark verifies; anything else, a damaged or forged value included, is
-        ignored with a warning: the next pass then works without it, which costs
-        a summary but loses nothing.
+        The key is trusted by where it is, not by a signature: only graph code
+        writes it (the hook and the middleware; otherwise only the application's
+        own nodes, tools returning a ``Command``, or ``update_state``), never the
+        content of a message, and whoever writes it could as well rewrite
+        ``messages`` themselves. So a summary another process wrote, under another
+        mark key, is reused after a restart without a key to share; it is signed
+        again under this process's key (see :meth:`vouched`) for the pass.
+
+        Accepts what :meth:`to_dict` wrote, or a ``CarriedSummary``. Anything else,
+        a damaged value included, is ignored with a warning: the next pass then
+        works without it, which costs a summary but loses nothing.
         """
         if value is None:
             return None
         if isinstance(value, CarriedSummary):
-            if value.verified:
-                return value
-            logger.warning("ignoring state[%r]: its mark does not verify", key)
-            return None
+            return value if value.verified else value.vouched()
         if isinstance(value, Mapping):
             try:
-                return cls.from_dict(value)
+                return cls.from_dict(value, verify=False)
             except ValueError as exc:
                 logger.warning("ignoring state[%r]: %s", key, exc)
                 return None
@@ -80,26 +90,37 @@ class CarriedSummary:
         return None
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> CarriedSummary:
+    def from_dict(cls, data: Mapping[str, Any], *, verify: bool = True) -> CarriedSummary:
         """Rebuild from :meth:`to_dict` output.
 
-        The summary's signed mark must verify (see :mod:`.marks`): a summary that
-        another graph node, a user or a different key wrote is not trusted.
+        Args:
+            data: what :meth:`to_dict` returned.
+            verify: check the summary's signed mark (see :mod:`.marks`), so that a
+                summary another graph node, a user or a different key wrote is not
+                trusted. ``False`` is for data whose origin vouches for it (a
+                private state key, see :meth:`from_state`): its mark is signed again
+                under this process's key.
 
         Raises:
-            ValueError: when ``data`` lacks the keys ``to_dict`` writes, or its
-                mark does not verify.
+            ValueError: when ``data`` lacks the keys ``to_dict`` writes, or (with
+                ``verify``) its mark does not verify.
         """
         try:
             meta = dict(data["meta"])
+            text, message_id, through = data["text"], data["id"], data["through"]
+            for name, value in (("text", text), ("id", message_id), ("through", through)):
+                if not isinstance(value, str) and not (name == "id" and value is None):
+                    raise TypeError(f"{name!r} must be a string, got {type(value).__name__}")
             message = HumanMessage(
-                content=str(data["text"]), id=data["id"], response_metadata={METADATA_KEY: meta}
+                content=text, id=message_id, response_metadata={METADATA_KEY: meta}
             )
-            carried = cls(message=message, through=str(data["through"]))
+            carried = cls(message=message, through=through)
         except KeyError as exc:
             raise ValueError(f"not a running summary: missing {exc}") from exc
         except (TypeError, ValueError) as exc:
             raise ValueError(f"not a running summary: {exc}") from exc
+        if not verify:
+            return carried.vouched()
         if not carried.verified:
             raise ValueError(
                 "not a running summary: its mark does not verify (written by something "
@@ -107,6 +128,45 @@ class CarriedSummary:
                 "on every worker)"
             )
         return carried
+
+    def vouched(self) -> CarriedSummary:
+        """Return this summary with its mark signed under this process's key.
+
+        Only for a summary whose origin vouches for it (a private state key): the
+        pass then treats it as the pipeline's own, as it treats one it just wrote.
+        """
+        meta = self.message.response_metadata.get(METADATA_KEY)
+        fields = {**(meta if isinstance(meta, Mapping) else {}), "through": self.through}
+        text, message_id = self.text, self.message.id
+        message = HumanMessage(
+            content=text,
+            id=message_id,
+            response_metadata=vouched_mark("summary", text, message_id, fields),
+        )
+        return CarriedSummary(message=message, through=self.through)
+
+    def vouch_for(self, messages: Sequence[BaseMessage]) -> list[BaseMessage]:
+        """Return ``messages`` with the summary this record names signed under this process's key.
+
+        For the hook's persist mode, where the summary lives in ``messages`` and
+        the private state key keeps a record of it (this summary, read with
+        :meth:`from_state`). Only a ``HumanMessage`` with the record's id, text
+        and mark (its signature aside) is the summary: a copy of it is the
+        pipeline's own text, and anything else, whatever mark it carries, stays
+        ordinary content. ``messages`` itself is not changed.
+        """
+        out = list(messages)
+        mine = _fields(self.message)
+        for i, message in enumerate(out):
+            if (
+                isinstance(message, HumanMessage)
+                and message.id == self.message.id
+                and message.content == self.text
+                and not is_pipeline_summary(message)
+                and _fields(message) == mine
+            ):
+                out[i] = self.message
+        return out
 
     @property
     def verified(self) -> bool:
@@ -125,3 +185,11 @@ class CarriedSummary:
                 if isinstance(through, str):
                     return cls(message=message, through=through)
         return None
+
+
+def _fields(message: BaseMessage) -> dict[str, Any] | None:
+    """The fields of a message's mark, its signature aside (None without a mark)."""
+    meta = message.response_metadata.get(METADATA_KEY)
+    if not isinstance(meta, Mapping):
+        return None
+    return {k: v for k, v in meta.items() if k != SIGNATURE_FIELD}

@@ -179,13 +179,16 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
                 "the pre-model hook needs the conversation under the 'messages' key of "
                 f"the graph state, got keys {sorted(state) if isinstance(state, Mapping) else []}"
             )
-        if self.mode == "persist":
-            return list(messages), None, None
+        # The summary key is private to graph code: what it holds is trusted without
+        # a signature (see CarriedSummary.from_state), so a restart reuses it.
         stored = _state_value(state, self.summary_key)
         carried = CarriedSummary.from_state(stored, self.summary_key)
+        if self.mode == "persist":
+            # The summary is in `messages`; the key records which message it is.
+            return carried.vouch_for(messages) if carried else list(messages), stored, None
         if carried is None:
             # Without the summary key, the summary the model saw last is still in
-            # `llm_input_messages`, marked by the pipeline.
+            # `llm_input_messages`, where only its signed mark can tell it apart.
             previous = _state_value(state, "llm_input_messages")
             if isinstance(previous, Sequence) and previous:
                 carried = CarriedSummary.of(previous)
@@ -194,13 +197,15 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
     def _update(
         self, messages: list[BaseMessage], stored: Any, result: CompressionResult
     ) -> dict[str, Any]:
+        update: dict[str, Any]
         if self.mode == "persist":
             if result.messages is messages:
                 return {}
-            return {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *result.messages]}
-        # Every call writes the channel: it persists between turns, and an empty
-        # list would make the agent fall back to the full history.
-        update: dict[str, Any] = {"llm_input_messages": list(result.messages)}
+            update = {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *result.messages]}
+        else:
+            # Every call writes the channel: it persists between turns, and an empty
+            # list would make the agent fall back to the full history.
+            update = {"llm_input_messages": list(result.messages)}
         carried = None if result.carried_summary is None else result.carried_summary.to_dict()
         previous = stored if isinstance(stored, Mapping) else None
         if carried != previous:
@@ -388,7 +393,8 @@ def create_pre_model_hook(
             every call and keeps the full history in ``messages``; ``"persist"``
             returns ``{"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), ...]}``,
             only when something changed.
-        summary_key: the state key of the carried summary (ephemeral mode).
+        summary_key: the state key of the carried summary (in persist mode, the
+            record of which message in ``messages`` is the summary).
         threshold: the budget in tokens (an int or ``("tokens", n)``), or
             ``("fraction", share)`` of the agent model's ``profile["max_input_tokens"]``
             (needs ``agent_model``). A token count above ``agent_model``'s

@@ -9,10 +9,18 @@ any message): a mark whose signature does not verify, or that sits on another
 message type, is ordinary content. So is a message that merely starts with
 :data:`CONDENSED_TAG`.
 
+The signature is what makes a mark found among the *messages* trustworthy, since
+tools, users and other nodes write messages. A summary the LangGraph hook or the
+agent middleware kept in their private state key needs none: only graph code
+writes that key (see :meth:`.CarriedSummary.from_state`), so it is trusted by
+where it is and signed again here (:func:`vouched_mark`) for the pass that uses it.
+
 The key is random per process unless ``CONTEXT_PIPELINE_MARK_KEY`` is set (or
-:func:`set_mark_key` is called): set it to the same secret on every worker that
-shares a checkpointer, so that a summary one worker wrote is reused, not redone,
-by another, and after a restart.
+:func:`set_mark_key` is called). The carried summary does not need it across
+restarts or workers; set it to one secret on every worker for what is found in
+messages alone: removal notes written into ``messages`` (the hook's persist
+mode) and summaries a :class:`~.summary_memory.SummaryMemory` shares through a
+store.
 """
 
 from __future__ import annotations
@@ -22,6 +30,7 @@ import hmac
 import json
 import os
 import secrets
+from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
@@ -32,6 +41,7 @@ __all__ = [
     "CONDENSED_TAG",
     "MARK_KEY_ENV",
     "METADATA_KEY",
+    "SIGNATURE_FIELD",
     "WRITTEN_KINDS",
     "is_pipeline_summary",
     "pipeline_kind",
@@ -39,6 +49,7 @@ __all__ = [
     "pipeline_source",
     "set_mark_key",
     "summary_text",
+    "vouched_mark",
 ]
 
 METADATA_KEY = "context_pipeline"
@@ -54,7 +65,10 @@ tool result, and is trusted for nothing)."""
 MARK_KEY_ENV = "CONTEXT_PIPELINE_MARK_KEY"
 """Environment variable holding the key that signs the pipeline's marks."""
 
-_SIGNATURE = "sig"
+SIGNATURE_FIELD = "sig"
+"""The field of a mark that holds its signature."""
+
+_SIGNATURE = SIGNATURE_FIELD
 _PROCESS_KEY = secrets.token_bytes(32)
 _key_override: bytes | None = None
 
@@ -62,9 +76,10 @@ _key_override: bytes | None = None
 def set_mark_key(key: str | bytes | None) -> None:
     """Set the key that signs and verifies the pipeline's marks in this process.
 
-    Workers that share a checkpointer need the same key, else each redoes the
-    summaries the others wrote. ``None`` goes back to ``CONTEXT_PIPELINE_MARK_KEY``,
-    or to this process's random key when that is not set.
+    Workers need the same key only for marks read from messages (see the module
+    docstring): the summary carried in graph state is trusted without it.
+    ``None`` goes back to ``CONTEXT_PIPELINE_MARK_KEY``, or to this process's
+    random key when that is not set.
 
     Raises:
         ValueError: for an empty key.
@@ -105,6 +120,19 @@ def pipeline_mark(kind: str, content: str, message_id: str | None, **fields: Any
     """
     mark = {"kind": kind, **fields}
     return {METADATA_KEY: {**mark, _SIGNATURE: _signature(mark, message_id, content)}}
+
+
+def vouched_mark(
+    kind: str, content: str, message_id: str | None, mark: Mapping[str, Any]
+) -> dict[str, Any]:
+    """Return ``mark`` signed again under this process's key, as :func:`pipeline_mark`.
+
+    Only for a message whose origin vouches for it, never one read from the
+    messages: the summary a private state key holds, which another process (under
+    another key) may have signed. The old signature, whatever it is, is dropped.
+    """
+    fields = {k: v for k, v in mark.items() if k not in ("kind", _SIGNATURE)}
+    return pipeline_mark(kind, content, message_id, **fields)
 
 
 def _mark(message: BaseMessage) -> dict[str, Any] | None:

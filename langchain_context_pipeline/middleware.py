@@ -204,9 +204,21 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
     # -- request and state -------------------------------------------------------------
 
     @staticmethod
-    def _carried(request: ModelRequest[Any]) -> tuple[Any, CarriedSummary | None]:
+    def _stored(request: ModelRequest[Any]) -> Any:
+        """The value of the private summary key, as the state holds it."""
         state = request.state
-        stored = state.get(SUMMARY_STATE_KEY) if isinstance(state, Mapping) else None
+        return state.get(SUMMARY_STATE_KEY) if isinstance(state, Mapping) else None
+
+    @classmethod
+    def _carried(cls, request: ModelRequest[Any]) -> tuple[Any, CarriedSummary | None]:
+        """The stored value and the summary it carries.
+
+        The key is private (``PrivateStateAttr``: not in the agent's input or
+        output) and written by graph code alone, so the summary is trusted without
+        a signature: a restart or another worker reuses it with no key to share
+        (see :meth:`CarriedSummary.from_state`).
+        """
+        stored = cls._stored(request)
         return stored, CarriedSummary.from_state(stored, SUMMARY_STATE_KEY)
 
     def _request(
@@ -322,7 +334,7 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         tightened by the overshoot it reports (below what the rejected request sent);
         a second one reaches the caller, as the model raised it.
         """
-        stored, _ = self._carried(request)
+        stored = self._stored(request)
         stored_calibration, calibration = self._calibration(request)
         token = counting_model(request.model) if self._counts_with_model else None
         try:
@@ -354,7 +366,7 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
         """Async :meth:`wrap_model_call`: the summarizer is awaited."""
-        stored, _ = self._carried(request)
+        stored = self._stored(request)
         stored_calibration, calibration = self._calibration(request)
         token = counting_model(request.model) if self._counts_with_model else None
         try:

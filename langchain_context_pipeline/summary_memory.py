@@ -21,8 +21,10 @@ already run (namespaced, JSON values, sync and async, shared by every worker),
 while a LangChain LLM cache is keyed by prompt text and would only help when the
 prompt, and so the whole span, is identical: it cannot find the longest remembered
 prefix of a longer history. It is duck-typed here, so the core does not import
-langgraph. Whoever can write to the store can write summaries: give it the same
-trust as the checkpointer.
+langgraph. A summary read from the store is used only when its signed mark
+verifies (tools can read and write the graph's store), so workers that share one
+need the same ``CONTEXT_PIPELINE_MARK_KEY``; the hook and the middleware carry
+their summary in graph state, which needs no key (see :mod:`.marks`).
 
 Only summaries the model wrote are remembered: the deterministic digest costs
 nothing to write again, and leaving it out keeps a pipeline without a model

@@ -32,6 +32,7 @@ from langchain_context_pipeline import (
 from langchain_context_pipeline._model_call import RUN_NAME
 from langchain_context_pipeline._model_call import TAG_NOSTREAM as CORE_TAG_NOSTREAM
 from langchain_context_pipeline.langgraph import (
+    DEFAULT_SUMMARY_KEY,
     ContextPipelineHook,
     ContextPipelineState,
     create_pre_model_hook,
@@ -240,8 +241,10 @@ def test_persist_over_budget_rewrites_messages_keeping_ids() -> None:
     hook = hook_with(EchoSummarizer(), mode="persist")
     messages = conversation(12)
     update = hook({"messages": messages})
-    assert set(update) == {"messages"}
+    # Beside the messages, the private key records which of them is the summary.
+    assert set(update) == {"messages", DEFAULT_SUMMARY_KEY}
     remove, *kept = update["messages"]
+    assert [m.id for m in kept if is_pipeline_summary(m)] == [update[DEFAULT_SUMMARY_KEY]["id"]]
     assert isinstance(remove, RemoveMessage) and remove.id == REMOVE_ALL_MESSAGES
     ids = {m.id for m in messages}
     for message in kept:
