@@ -103,9 +103,9 @@ def shorten(name: str, width: int) -> str:
     """
     if cell_len(name) <= width:
         return name
-    tail_room = (width - 1) // 2
-    head = _take(name, width - 1 - tail_room)
-    tail = _take(name[::-1], tail_room)[::-1]
+    head_room = (width - 1) // 2  # the end (model, extension) tells runs apart more often
+    head = _take(name, head_room)
+    tail = _take(name[::-1], width - 1 - head_room)[::-1]
     return f"{head}…{tail}"
 
 
@@ -201,4 +201,8 @@ def _take(text: str, cells: int) -> str:
 
 def _printable(name: str) -> str:
     """A path from the command line may hold undecodable bytes (surrogates): show them as ``�``."""
-    return name.encode("utf-8", "surrogatepass").decode("utf-8", "replace")
+    try:
+        data = name.encode("utf-8", "surrogateescape")  # how Python decoded the argument
+    except UnicodeEncodeError:
+        data = name.encode("utf-8", "surrogatepass")
+    return data.decode("utf-8", "replace")

@@ -281,8 +281,6 @@ def test_load_transcript_at_top_level_loads_the_cli_only_when_used() -> None:
         "assert load_transcript is original\n"
         f"print(len(load_transcript({str(PVLIB)!r})[0]))\n"
     )
-    done = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=False
-    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "191"

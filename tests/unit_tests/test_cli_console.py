@@ -166,9 +166,7 @@ def test_a_threshold_below_the_system_messages_is_a_one_line_mistake() -> None:
 
 
 def test_a_model_without_its_key_is_a_one_line_mistake() -> None:
-    done = console(
-        "compress", PVLIB, "--model", "openai:gpt-4o-mini", unset=("OPENAI_API_KEY",)
-    )
+    done = console("compress", PVLIB, "--model", "openai:gpt-4o-mini", unset=("OPENAI_API_KEY",))
     assert_one_line_mistake(done, "--model openai:gpt-4o-mini", "cannot make the model")
 
 

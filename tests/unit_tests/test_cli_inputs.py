@@ -71,7 +71,9 @@ def test_report_names_the_file_whose_budget_fails(tmp_path: Path) -> None:
     small.write_text('[{"role": "user", "content": "hi"}]', encoding="utf-8")
     big = tmp_path / "big.json"
     big.write_text(
-        json.dumps([{"role": "system", "content": "rule " * 200}, {"role": "user", "content": "x"}]),
+        json.dumps(
+            [{"role": "system", "content": "rule " * 200}, {"role": "user", "content": "x"}]
+        ),
         encoding="utf-8",
     )
     code, _, err = run("report", str(small), str(big), "--threshold", "50")
@@ -130,9 +132,11 @@ def test_lone_surrogates_round_trip_through_compress(tmp_path: Path, fmt: str) -
     back, found = parse_transcript(written)
     assert found == fmt
     assert [m.content for m in back] == [m.content for m in original]
-    assert back[2].tool_calls == original[2].tool_calls == [
-        {"name": "cat", "args": {"path": "\udc00.txt"}, "id": "c1", "type": "tool_call"}
-    ]
+    assert (
+        back[2].tool_calls
+        == original[2].tool_calls
+        == [{"name": "cat", "args": {"path": "\udc00.txt"}, "id": "c1", "type": "tool_call"}]
+    )
     target = tmp_path / "out.json"
     assert run("compress", str(source), "-o", str(target))[0] == 0
     assert [m.content for m in load_transcript(target)[0]] == [m.content for m in original]
