@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import argparse
 import io
+import os
 import sys
 from collections.abc import Sequence
 from typing import BinaryIO, NoReturn, TextIO
@@ -30,6 +31,8 @@ from langchain_context_pipeline.errors import BudgetError
 __all__ = ["PROG", "main"]
 
 PROG = "context-pipeline"
+# A shell's exit code for a process ended by SIGPIPE (128 + 13).
+_BROKEN_PIPE = 141
 
 
 class _Parser(argparse.ArgumentParser):
@@ -83,7 +86,8 @@ def main(
         stdin: What the file ``-`` reads; ``sys.stdin.buffer`` when ``None``.
 
     Returns:
-        The exit code: 0, 2 for a user mistake, 130 when interrupted. ``--help``
+        The exit code: 0, 2 for a user mistake, 130 when interrupted, 141 when
+        the reader of stdout closed it early (``| head``). ``--help``
         and ``--version`` print to ``sys.stdout`` and return 0.
     """
     err = stderr or sys.stderr
@@ -102,6 +106,22 @@ def main(
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=err)
         return 130
+    except BrokenPipeError:  # `| head`: the reader has all it wanted
+        _detach(streams.out)
+        return _BROKEN_PIPE
+
+
+def _detach(out: TextIO) -> None:
+    """Point a closed pipe's descriptor at devnull, so the exit's flush of stdout is silent."""
+    if out is not sys.stdout:
+        return
+    try:
+        fd = out.fileno()
+    except (AttributeError, ValueError, OSError):
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, fd)
+    os.close(devnull)
 
 
 def _mistake(exc: Exception, err: TextIO) -> int:

@@ -294,3 +294,22 @@ def test_compress_writes_lone_surrogates_back_escaped(tmp_path: Path) -> None:
     assert found == "openai"
     assert [m.content for m in back] == [m.content for m in original]
     assert back[2].tool_calls == original[2].tool_calls
+
+
+def test_a_reader_that_stops_early_gets_no_traceback() -> None:
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    process = subprocess.Popen(
+        [*COMMAND, "replay", PVLIB],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        cwd=ROOT,
+        env=env,
+    )
+    assert process.stdout is not None and process.stderr is not None
+    process.stdout.close()  # before the table is written, as `| true` does
+    err = process.stderr.read()
+    assert process.wait(timeout=120) == 141
+    assert b"Traceback" not in err and b"Exception ignored" not in err
