@@ -2,7 +2,13 @@
 
 Cheapest way first: free pruning of old, bulky content, then one summary of the
 middle turns, then a hard cut that makes the budget a guarantee.
+
+:func:`load_transcript` (read a saved conversation file) lives with the command
+line in :mod:`langchain_context_pipeline.cli.transcripts`; it is imported from
+there on first use, so importing the package does not load the command line.
 """
+
+from typing import TYPE_CHECKING, Any
 
 from langchain_context_pipeline._exact import exact_token_counter
 from langchain_context_pipeline.briefs import BUILTIN_BRIEFS, BriefFunction, brief_for
@@ -23,6 +29,9 @@ from langchain_context_pipeline.tokens import (
     tiktoken_counter,
 )
 from langchain_context_pipeline.truncate import TruncateStats, hard_truncate
+
+if TYPE_CHECKING:
+    from langchain_context_pipeline.cli.transcripts import load_transcript
 
 __all__ = [
     "BUILTIN_BRIEFS",
@@ -50,8 +59,28 @@ __all__ = [
     "exact_token_counter",
     "hard_truncate",
     "is_pipeline_summary",
+    "load_transcript",
     "resolve_token_counter",
     "tiktoken_counter",
 ]
 
 __version__ = "0.1.0"
+
+# Names imported from outside the core on first use: name -> module.
+_LAZY = {"load_transcript": "langchain_context_pipeline.cli.transcripts"}
+
+
+def __getattr__(name: str) -> Any:
+    """Import :data:`_LAZY` names on first use (PEP 562)."""
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    msg = f"module {__name__!r} has no attribute {name!r}"
+    raise AttributeError(msg)
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *_LAZY})

@@ -8,7 +8,7 @@ tokens sent with and without the pipeline.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from langchain_core.messages import AIMessage, BaseMessage
@@ -67,11 +67,26 @@ class ReplayResult:
         return cached / max(self.tokens_with, 1)
 
 
-def replay(messages: Sequence[BaseMessage], pipeline: ContextPipeline) -> ReplayResult:
+def replay(
+    messages: Sequence[BaseMessage],
+    pipeline: ContextPipeline,
+    *,
+    on_turn: Callable[[Turn, int], None] | None = None,
+) -> ReplayResult:
     """Replay ``messages`` turn by turn through ``pipeline``.
 
     Messages without an id get a stable one (``m<index>``), as a checkpointer
     would give them, so the running summary can say which turns it covers.
+
+    Args:
+        messages: The saved conversation.
+        pipeline: The pipeline each request goes through.
+        on_turn: Called after each model call is replayed, with its turn and the
+            number of model calls in all (to show progress: a summarizer makes
+            some turns slow).
+
+    Returns:
+        Every turn, in order.
 
     Example:
         >>> from langchain_core.messages import AIMessage, HumanMessage
@@ -82,9 +97,8 @@ def replay(messages: Sequence[BaseMessage], pipeline: ContextPipeline) -> Replay
     history = [m if m.id else m.model_copy(update={"id": f"m{i}"}) for i, m in enumerate(messages)]
     result = ReplayResult()
     running: CarriedSummary | None = None
-    for index, message in enumerate(history):
-        if not isinstance(message, AIMessage) or index == 0:
-            continue
+    calls = [i for i, message in enumerate(history) if i and isinstance(message, AIMessage)]
+    for index in calls:
         compressed = pipeline.compress(history[:index], carried_summary=running)
         running = compressed.carried_summary
         report = compressed.report
@@ -98,4 +112,6 @@ def replay(messages: Sequence[BaseMessage], pipeline: ContextPipeline) -> Replay
                 cached_tokens=report.cached_prefix_tokens,
             )
         )
+        if on_turn is not None:
+            on_turn(result.turns[-1], len(calls))
     return result

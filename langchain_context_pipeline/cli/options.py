@@ -18,15 +18,25 @@ from __future__ import annotations
 
 import argparse
 import os
+from collections.abc import Callable
 from typing import Any
 
+from langchain_context_pipeline.cli.transcript_errors import describe
 from langchain_context_pipeline.digest import DIGEST
 from langchain_context_pipeline.pipeline import ContextPipeline
+from langchain_context_pipeline.settings import DEFAULT_TAIL_CAP, PipelineSettings
 
 __all__ = ["UsageError", "add_pipeline_options", "build_pipeline"]
 
 # The options passed on to ContextPipeline under the same name, when given.
 _PIPELINE_OPTIONS = ("threshold", "tail_budget", "head_count")
+# The library's defaults, read (not chosen) for --help.
+_DEFAULTS = PipelineSettings()
+# Where a chat model's construction fails on the user's setup rather than on a bug:
+# a missing package, an unknown provider, a bad option. The provider's own client
+# also raises its own classes (openai.OpenAIError without a key): see _is_setup_error.
+_SETUP_ERRORS = (ImportError, ValueError, TypeError)
+_OPENAI_EXTRA = "langchain-context-pipeline[openai]"
 
 
 class UsageError(Exception):
@@ -71,19 +81,19 @@ def add_pipeline_options(parser: argparse.ArgumentParser) -> None:
         "--threshold",
         type=positive_int,
         default=None,
-        help="token budget (default: ContextPipeline's)",
+        help=f"token budget (default: {_DEFAULTS.threshold:,})",
     )
     parser.add_argument(
         "--tail-budget",
         type=count,
         default=None,
-        help="tokens of newest messages kept (default: ContextPipeline's, from the threshold)",
+        help=f"tokens of newest messages kept (default: min({DEFAULT_TAIL_CAP:,}, threshold / 4))",
     )
     parser.add_argument(
         "--head-count",
         type=count,
         default=None,
-        help="first N messages kept (default: ContextPipeline's)",
+        help=f"first N messages kept (default: {_DEFAULTS.head_count})",
     )
     parser.add_argument(
         "--model",
@@ -130,27 +140,57 @@ def _summarizer(args: argparse.Namespace) -> Any:
             from langchain_openai import ChatOpenAI
         except ImportError:
             raise UsageError(
-                "--base-url needs langchain-openai: "
-                "pip install 'langchain-context-pipeline[openai]'"
+                f"--base-url needs langchain-openai: pip install '{_OPENAI_EXTRA}'"
             ) from None
-        return ChatOpenAI(
-            base_url=args.base_url,
-            model=args.model_name,
-            api_key=os.environ.get("OPENAI_API_KEY", "not-needed"),  # type: ignore[arg-type]
-        )
+        api_key: Any = os.environ.get("OPENAI_API_KEY", "not-needed")
+
+        def make() -> Any:
+            return ChatOpenAI(base_url=args.base_url, model=args.model_name, api_key=api_key)
+
+        return _construct("--base-url", make)
     if args.model:
-        if ":" not in args.model:
+        provider, colon, name = args.model.partition(":")
+        if not (colon and provider and name):
             raise UsageError(
                 f"--model: expected PROVIDER:NAME (e.g. openai:gpt-4o-mini), got {args.model!r}"
             )
         try:
             from langchain.chat_models import init_chat_model
         except ImportError:
-            raise UsageError(
-                "--model needs langchain: pip install 'langchain-context-pipeline[agents]'"
-            ) from None
-        try:
-            return init_chat_model(args.model)
-        except (ImportError, ValueError) as exc:
-            raise UsageError(f"--model {args.model}: {' '.join(str(exc).split())}") from None
+            where = (
+                f"'{_OPENAI_EXTRA}'"
+                if provider == "openai"
+                else "langchain and the provider's package (e.g. langchain-anthropic)"
+            )
+            raise UsageError(f"--model needs the langchain package: pip install {where}") from None
+        return _construct(f"--model {args.model}", lambda: init_chat_model(args.model))
     return DIGEST
+
+
+def _construct(option: str, make: Callable[[], Any]) -> Any:
+    """Make the chat model; a failure of the user's setup is a one-line :class:`UsageError`.
+
+    Raises:
+        UsageError: If the model cannot be made: a missing package or key, an
+            unknown provider, a bad option.
+    """
+    try:
+        return make()
+    except Exception as exc:
+        if not _is_setup_error(exc):
+            raise  # a bug, not a setting: keep its traceback
+        raise UsageError(f"{option}: cannot make the model: {describe(exc)}") from None
+
+
+def _is_setup_error(exc: Exception) -> bool:
+    """Whether a model's constructor refused the user's setup.
+
+    That is one of :data:`_SETUP_ERRORS`, or an exception class of the provider's
+    own package (``openai.OpenAIError`` for a missing key, a cloud SDK's missing
+    credentials). Other built-in errors (``AttributeError``, ``KeyError``, ...)
+    are bugs and keep their traceback.
+    """
+    if isinstance(exc, _SETUP_ERRORS):
+        return True
+    package = type(exc).__module__.partition(".")[0]
+    return package not in ("builtins", "langchain_context_pipeline")

@@ -1,30 +1,30 @@
-"""What the command line prints: the report table, the replay table, progress.
+"""What the command line prints: report rows and lines, the replay table, progress, JSON.
 
-Tables are drawn by ``rich``. On a terminal they fit its width and progress is a
-live bar on stderr; written to a file or a pipe, nothing is coloured or wrapped
-and progress is one plain line per file, so logs and tests read it as text.
+Tables are drawn by ``rich`` (the report table's layout is in
+:mod:`~langchain_context_pipeline.cli.table`). On a terminal they fit its width and
+progress is a live bar on stderr. Written to a file or a pipe, nothing is
+coloured, lines are not wrapped unless ``COLUMNS`` sets a width, and progress is
+one plain line per step, so logs and tests read it as text.
 
 Example:
     >>> import io
+    >>> from langchain_context_pipeline.replay import ReplayResult, Turn
     >>> out = io.StringIO()
-    >>> print_table(["file", "tokens"], [["a.json", 1200], ["TOTAL", 1200]], out)
-    >>> print(out.getvalue(), end="")
-    file     tokens
-    ───────────────
-    a.json    1,200
-    ───────────────
-    TOTAL     1,200
+    >>> print_replay(ReplayResult([Turn(3, 1200, 900, ("prune",), 0)]), out)
+    >>> print(out.getvalue().splitlines()[1])
+       3    1,200   900       -  prune
 """
 
 from __future__ import annotations
 
+import json
+import os
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
-from pathlib import Path
+from dataclasses import asdict
 from typing import Any, TextIO
 
-from rich import box
-from rich.console import Console
+from rich.console import Console, RenderableType
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
@@ -32,33 +32,19 @@ from langchain_context_pipeline.replay import ReplayResult
 from langchain_context_pipeline.report import CompressionReport
 
 __all__ = [
-    "REPORT_COLUMNS",
+    "console_for",
+    "emit",
     "is_terminal",
+    "print_json",
     "print_replay",
-    "print_table",
     "progress",
+    "replay_json",
     "report_line",
     "report_row",
     "total_row",
 ]
 
-REPORT_COLUMNS = (
-    ("file", "file"),
-    ("msgs", "messages"),
-    ("before", "tokens_before"),
-    ("pruned", "after_prune"),
-    ("condensed", "after_condense"),
-    ("truncated", "after_truncate"),
-    ("briefs", "briefed"),
-    ("args", "args_shortened"),
-    ("texts", "texts_shortened"),
-    ("cond.", "condensed"),
-    ("trimmed", "trimmed"),
-    ("ms", "ms"),
-)
-"""The ``report`` table's columns: header, and key of :func:`report_row`."""
-
-# Off a terminal there is no width to fit: lines are never wrapped.
+# Off a terminal, and without COLUMNS, there is no width to fit: lines are not wrapped.
 _UNWRAPPED = 100_000
 
 
@@ -127,7 +113,7 @@ def report_row(name: str, count: int, report: CompressionReport, seconds: float)
     """One file's figures for the ``report`` command (a table row, or JSON).
 
     Args:
-        name: The file's name.
+        name: The file as given on the command line (``"-"`` for stdin).
         count: How many messages it has.
         report: What the pipeline did to it.
         seconds: How long that took.
@@ -155,45 +141,55 @@ def report_row(name: str, count: int, report: CompressionReport, seconds: float)
 
 
 def total_row(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
-    """Sum :func:`report_row` rows (at least one) into a ``TOTAL`` row.
+    """Sum :func:`report_row` rows (at least one).
 
     Args:
         rows: The files' rows.
 
     Returns:
-        The sums, with ``"file": "TOTAL"`` and no stages.
+        The sums of their figures; no ``"file"`` nor ``"stages"``.
     """
-    total: dict[str, Any] = {"file": "TOTAL", "stages": []}
-    for key in rows[0]:
-        if key not in total:
+    total: dict[str, Any] = {}
+    for key, first in rows[0].items():
+        if isinstance(first, (int, float)) and not isinstance(first, bool):
             value = sum(row[key] for row in rows)
-            total[key] = round(value, 1) if key == "ms" else value
+            total[key] = round(value, 1) if isinstance(value, float) else value
     return total
 
 
-def print_table(headers: Sequence[str], rows: Sequence[Sequence[Any]], out: TextIO) -> None:
-    """Print a table; its last row is set apart as the total.
-
-    The first column is left-aligned, the others (numbers, with thousands
-    separators) right-aligned.
+def replay_json(name: str, result: ReplayResult) -> dict[str, Any]:
+    """The ``replay`` command's figures as JSON: every turn, and the totals.
 
     Args:
-        headers: The column headers.
-        rows: The rows, the total last.
+        name: The file as given on the command line.
+        result: The replayed run.
+
+    Returns:
+        ``{"file", "turns": [...], "total": {...}}``.
+    """
+    turns = [{**asdict(turn), "stages": list(turn.stages)} for turn in result.turns]
+    return {
+        "file": name,
+        "turns": turns,
+        "total": {
+            "model_calls": len(result.turns),
+            "tokens_without": result.tokens_without,
+            "tokens_with": result.tokens_with,
+            "summarizer_calls": result.summarizer_calls,
+            "cached_share": round(result.cached_share, 4),
+        },
+    }
+
+
+def print_json(value: Any, out: TextIO) -> None:
+    """Print ``value`` as indented JSON (ASCII, so any text survives any encoding).
+
+    Args:
+        value: What to print.
         out: Where to print.
     """
-    table = Table(box=box.HORIZONTALS, show_edge=False, pad_edge=False)
-    # On a narrow terminal the names fold onto more lines; numbers and headers are never
-    # folded nor cropped (crop=False below): the terminal wraps what is still too wide.
-    longest = max(len(str(cell)) for cell in [headers[0], *(row[0] for row in rows)])
-    table.add_column(headers[0], overflow="fold", min_width=min(12, longest))
-    for header in headers[1:]:
-        table.add_column(header, justify="right", no_wrap=True)
-    for index, row in enumerate(rows):
-        if index == len(rows) - 1 and index > 0:
-            table.add_section()
-        table.add_row(*(f"{cell:,}" if isinstance(cell, int) else str(cell) for cell in row))
-    _print(out, table, crop=False)
+    json.dump(value, out, indent=2)
+    out.write("\n")
 
 
 def print_replay(result: ReplayResult, out: TextIO) -> None:
@@ -215,7 +211,7 @@ def print_replay(result: ReplayResult, out: TextIO) -> None:
             "-" if turn.cached_tokens is None else f"{turn.cached_tokens:,}",
             ",".join(turn.stages) or "-",
         )
-    _print(out, table)
+    emit(out, table)
     print(
         f"total: {result.tokens_without:,} tokens without, "
         f"{result.tokens_with:,} with the pipeline "
@@ -226,26 +222,28 @@ def print_replay(result: ReplayResult, out: TextIO) -> None:
 
 
 @contextmanager
-def progress(total: int, err: TextIO) -> Iterator[Callable[[str], None]]:
-    """Show progress over ``total`` files on ``err``.
+def progress(err: TextIO, *, lines: bool = True) -> Iterator[Callable[[str, int], None]]:
+    """Show progress over steps (files, turns) on ``err``.
 
-    On a terminal this is a live bar; otherwise one line per finished file.
+    On a terminal this is a live bar; otherwise one line per step, or nothing.
 
     Args:
-        total: How many files there are.
         err: Where progress goes (stderr).
+        lines: Off a terminal, whether to write a line per step.
 
     Yields:
-        A function to call with each file's name once it is done.
+        A function to call once each step is done, with its label and the
+        number of steps in all.
     """
     if not is_terminal(err):
         done = 0
 
-        def log(name: str) -> None:
+        def log(label: str, total: int) -> None:
             nonlocal done
             done += 1
-            err.write(f"{done}/{total} {Path(name).name}\n")
-            err.flush()
+            if lines:
+                err.write(f"{done}/{total} {label}\n")
+                err.flush()
 
         yield log
         return
@@ -253,31 +251,52 @@ def progress(total: int, err: TextIO) -> Iterator[Callable[[str], None]]:
         BarColumn(),
         MofNCompleteColumn(),
         TextColumn("{task.description}"),
-        console=_console(err),
+        console=console_for(err),
     )
-    task = bar.add_task("", total=total)
+    task = bar.add_task("", total=None)
     with bar:
-        yield lambda name: bar.update(task, advance=1, description=Path(name).name)
+        yield lambda label, total: bar.update(task, total=total, advance=1, description=label)
 
 
-def _print(stream: TextIO, table: Table, *, crop: bool = True) -> None:
-    """Print a table; off a terminal without the spaces rich pads the last column with."""
-    console = _console(stream)
+def emit(
+    stream: TextIO, renderable: RenderableType, *, width: int | None = None, crop: bool = False
+) -> None:
+    """Print with rich; off a terminal, without the spaces rich pads the last column with.
+
+    Args:
+        stream: Where to print.
+        renderable: A table or text.
+        width: Lay it out at this width instead of the console's.
+        crop: Whether to cut lines wider than the console (else the terminal wraps them).
+    """
+    console = console_for(stream)
     if console.is_terminal:
-        console.print(table, crop=crop)
+        console.print(renderable, width=width, crop=crop)
         return
     with console.capture() as captured:
-        console.print(table, crop=crop)
+        console.print(renderable, width=width, crop=crop)
     stream.write("".join(line.rstrip() + "\n" for line in captured.get().splitlines()))
 
 
-def _console(stream: TextIO) -> Console:
-    """A console on ``stream`` that prints text as given (no markup, no highlighting)."""
+def console_for(stream: TextIO) -> Console:
+    """A console on ``stream`` that prints text as given (no markup, no highlighting).
+
+    Its width is the terminal's, or ``COLUMNS`` when set (on a terminal or not);
+    off a terminal without ``COLUMNS``, lines are not wrapped.
+
+    Args:
+        stream: Where it prints.
+
+    Returns:
+        The console.
+    """
     terminal = is_terminal(stream)
+    columns = os.environ.get("COLUMNS", "")
+    sized = terminal or (columns.isdigit() and int(columns) > 0)
     return Console(
         file=stream,
         force_terminal=terminal,
-        width=None if terminal else _UNWRAPPED,
+        width=None if sized else _UNWRAPPED,
         highlight=False,
         markup=False,
         emoji=False,

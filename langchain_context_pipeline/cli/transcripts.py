@@ -33,6 +33,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, Literal, get_args
@@ -59,6 +60,7 @@ __all__ = [
 _FORMATS: tuple[TranscriptFormat, ...] = get_args(TranscriptFormat)
 # The roles a ChatMessage may have to be written in an OpenAI layout (with
 # LangChain's short names, which convert_to_messages reads back as well).
+_SURROGATE = re.compile("[\ud800-\udfff]")
 _OPENAI_ROLES = ("system", "developer", "user", "assistant", "tool", "function", "human", "ai")
 
 
@@ -90,21 +92,13 @@ def load_transcript(path: str | os.PathLike[str]) -> tuple[list[BaseMessage], Tr
     except OSError as err:
         reason = err.strerror or str(err)
         raise TranscriptError(f"cannot read file: {reason}", "a readable file", source) from err
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        line = data.count(b"\n", 0, err.start) + 1
-        problem = (
-            f"expected UTF-8 text, got byte 0x{data[err.start]:02x} at byte offset {err.start}"
-        )
-        raise TranscriptError(problem, "UTF-8 text", source, f"line {line}") from err
-    return parse_transcript(text, source=source)
+    return parse_transcript(data, source=source)
 
 
 def parse_transcript(
-    text: str, *, source: str = "<string>"
+    text: str | bytes, *, source: str = "<string>"
 ) -> tuple[list[BaseMessage], TranscriptFormat]:
-    """Parse a transcript held in a string and tell which layout it was in.
+    """Parse a transcript held in a string (or UTF-8 bytes) and tell which layout it was in.
 
     The layout is recognised from the data: a JSON list of OpenAI message dicts,
     of ``messages_to_dict`` dicts or of ``dumpd`` objects (every item like the
@@ -112,16 +106,20 @@ def parse_transcript(
     JSONL, one OpenAI message object per line (blank lines are skipped).
 
     Args:
-        text: The transcript's text.
+        text: The transcript's text, or its bytes (UTF-8; a leading byte-order
+            mark is allowed), as read from a file or a pipe.
         source: The name used for the file in error messages.
 
     Returns:
         The messages, and the layout they were found in.
 
     Raises:
-        TranscriptError: If ``text`` is empty, is not valid JSON or JSONL, or an
-            item is not a message; the error names the line or message index.
+        TranscriptError: If ``text`` is empty, is not UTF-8, is not valid JSON or
+            JSONL, or an item is not a message; the error names the line or
+            message index.
     """
+    if isinstance(text, bytes):
+        text = _decode(text, source)
     try:
         return parse_document(text.removeprefix("\ufeff"))
     except TranscriptError as err:
@@ -133,9 +131,11 @@ def dump_transcript(messages: Sequence[BaseMessage], fmt: TranscriptFormat) -> s
     """Write messages as transcript text in the given layout.
 
     JSON layouts are indented by two spaces; JSONL has one compact object per
-    line. Non-ASCII text is written as is. Reading the result with
-    :func:`parse_transcript` gives back the same roles, content, tool calls and
-    tool-call ids (the LangChain layouts give back equal messages).
+    line. Non-ASCII text is written as is, except lone surrogates (a JSON string
+    may escape U+D800, which no UTF-8 text can hold): they are written escaped,
+    so the text always encodes as UTF-8 and reads back the same. Reading the
+    result with :func:`parse_transcript` gives back the same roles, content,
+    tool calls and tool-call ids (the LangChain layouts give back equal messages).
 
     Args:
         messages: The conversation; it is not modified.
@@ -171,16 +171,36 @@ def dump_transcript(messages: Sequence[BaseMessage], fmt: TranscriptFormat) -> s
         msg = "an empty conversation cannot be written as JSONL: an empty file is not a transcript"
         raise ValueError(msg)
     return "".join(
-        json.dumps(item, ensure_ascii=False, separators=(",", ":")) + "\n"
+        _escape_surrogates(json.dumps(item, ensure_ascii=False, separators=(",", ":"))) + "\n"
         for item in openai_messages
     )
+
+
+def _decode(data: bytes, source: str) -> str:
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        problem = (
+            f"expected UTF-8 text, got byte 0x{data[err.start]:02x} at byte offset {err.start}"
+        )
+        raise TranscriptError(problem, "UTF-8 text", source, f"line {line}") from err
 
 
 # --- writing ---------------------------------------------------------------------------
 
 
 def _json_document(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, indent=2) + "\n"
+    return _escape_surrogates(json.dumps(value, ensure_ascii=False, indent=2)) + "\n"
+
+
+def _escape_surrogates(text: str) -> str:
+    """Escape the lone surrogates in JSON text (U+D800 to U+DFFF, as JSON escapes).
+
+    They can only stand inside JSON strings, where the escape reads back as the
+    same character; written raw, they cannot be encoded as UTF-8.
+    """
+    return _SURROGATE.sub(lambda match: f"\\u{ord(match.group()):04x}", text)
 
 
 def _to_openai(message: BaseMessage, index: int) -> dict[str, Any]:
