@@ -244,11 +244,14 @@ class Condenser(MessagesRunnable):
             stats.summarizer_skipped += 1
             logger.warning("summarizer circuit breaker open; using the deterministic digest")
         elif breaker is not None:
-            stats.summarizer_calls += 1
-            reply = yield SummaryRequest(
-                build_prompt(body, previous, budget, settings.instructions), budget
-            )
-            text, failure = _reply_text(reply)
+            failure: str | None = None
+            try:
+                prompt = build_prompt(body, previous, budget, settings.instructions)
+            except Exception as exc:  # never a crash: the digest stands in, as for a failure
+                prompt, failure = None, f"the summarizer's prompt could not be built: {exc!r}"
+            if prompt is not None:
+                stats.summarizer_calls += 1
+                text, failure = _reply_text((yield SummaryRequest(prompt, budget)))
             if text is not None and meter.one(HumanMessage(text)) >= replaced_tokens:
                 text, failure = None, "the summary is not smaller than what it replaces"
             if text is not None:
