@@ -18,7 +18,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
-from langchain_context_pipeline._blocks import call_index, pair_results
+from langchain_context_pipeline._blocks import pair_results
 from langchain_context_pipeline._trim import cut_end, cut_json, cut_middle
 from langchain_context_pipeline.digest import ToolCall, ToolResult, tool_parts
 from langchain_context_pipeline.tokens import message_text
@@ -139,8 +139,9 @@ def _result_names(middle: Sequence[BaseMessage]) -> dict[int, dict[str, str]]:
     names: dict[int, dict[str, str]] = {}
     for index, starts in pair_results(middle).items():
         for start in starts:
-            for cid, (name, _) in call_index(middle[start]).items():
-                names.setdefault(index, {}).setdefault(cid, name)
+            for part in tool_parts(middle[start]):
+                if isinstance(part, ToolCall) and part.id:
+                    names.setdefault(index, {}).setdefault(part.id, part.name)
     return names
 
 
