@@ -4,8 +4,8 @@ The head (the task) and the tail (the newest turns within ``tail_budget``) stay
 verbatim; the middle becomes one message that starts with :data:`CONDENSED_TAG`
 and is marked as the pipeline's own in ``response_metadata``. A prior pipeline
 summary in the middle is merged into the new one. When the model fails in any
-way, a deterministic digest of the middle stands in and nothing of the error
-reaches the history.
+way (or its prompt cannot be built), a deterministic digest of the middle stands
+in and nothing of the error reaches the history.
 """
 
 from __future__ import annotations
@@ -64,7 +64,8 @@ class CondenseStats:
     summarizer_calls: int = 0
     """Calls made to the summarizer."""
     summarizer_failures: int = 0
-    """Calls whose reply was unusable; the digest stood in."""
+    """Summaries the model could not write (an unusable reply, a prompt that could not
+    be built); the digest stood in."""
     source: str | None = None
     """``"model"`` or ``"digest"``: who wrote the summary, if one was written."""
     failure: str | None = None
