@@ -3,20 +3,24 @@
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Sequence
 from typing import Any
-from xml.sax.saxutils import escape
+from xml.sax.saxutils import escape, quoteattr
 
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
+    ChatMessage,
+    FunctionMessage,
     HumanMessage,
     SystemMessage,
     ToolMessage,
-    get_buffer_string,
 )
 
-from langchain_context_pipeline._trim import cut_json, cut_middle
+from langchain_context_pipeline._blocks import pair_results
+from langchain_context_pipeline._trim import cut_end, cut_json, cut_middle
+from langchain_context_pipeline.digest import ToolCall, ToolResult, tool_parts
 from langchain_context_pipeline.tokens import message_text
 
 DEFAULT_INSTRUCTIONS = """\
@@ -36,35 +40,118 @@ If a previous summary is given, merge it with the new turns into one summary; \
 do not summarize the summary separately. Write only the summary."""
 
 _MESSAGE_CHARS = 6000
-"""Longest rendering of one message in the transcript (head and tail kept)."""
+"""Longest rendering of one message's texts in the transcript (head and tail kept)."""
+
+_ARGS_CHARS = 300
+"""Longest string inside a call's arguments in the transcript."""
+
+_ROLES: tuple[tuple[type[BaseMessage], str], ...] = (
+    (HumanMessage, "human"),
+    (AIMessage, "ai"),
+    (SystemMessage, "system"),
+    (ToolMessage, "tool"),
+    (FunctionMessage, "function"),
+)
 
 
-def _capped(message: BaseMessage) -> BaseMessage:
-    """Return ``message`` with its text and each call's arguments cut for the transcript."""
-    text = message_text(message)
-    short = cut_middle(text, _MESSAGE_CHARS * 2 // 3, _MESSAGE_CHARS // 3)
-    update: dict[str, Any] = {}
-    if short != text or not isinstance(message.content, str):
-        update["content"] = short
-    if isinstance(message, AIMessage) and (message.tool_calls or message.invalid_tool_calls):
-        update["tool_calls"] = [{**c, "args": cut_json(c["args"], 300)} for c in message.tool_calls]
-        update["invalid_tool_calls"] = []
-    return message.model_copy(update=update) if update else message
+def _role(message: BaseMessage) -> str:
+    """Return the role a message is rendered under: its class's, a ChatMessage's, its type."""
+    for kind, role in _ROLES:
+        if isinstance(message, kind):
+            return role
+    if isinstance(message, ChatMessage) and isinstance(message.role, str):
+        return message.role
+    kind_name = getattr(message, "type", None)
+    return kind_name if isinstance(kind_name, str) and kind_name else type(message).__name__
 
 
-def render_message(message: BaseMessage) -> str:
-    """Render one message as LangChain's XML transcript (``get_buffer_string``).
+def _capped(text: str, chars: int) -> str:
+    """Return ``text`` cut to about ``chars``: its first two thirds and last third kept."""
+    return cut_middle(text, chars * 2 // 3, chars // 3)
 
-    Text and arguments are cut first, so one huge message cannot crowd out the rest;
-    a tool result names the call it answers, which the XML form leaves out.
+
+def _args_text(args: Any) -> str:
+    """Return a call's arguments as short JSON text (any value: repr where JSON cannot)."""
+    try:
+        short = cut_json(args, _ARGS_CHARS)
+        return json.dumps(short, ensure_ascii=False, default=str)
+    except (TypeError, ValueError, RecursionError):  # non-string keys, cycles, depth
+        return cut_end(repr(args), _ARGS_CHARS * 4)
+
+
+def _attrs(**values: str) -> str:
+    return "".join(f" {key}={quoteattr(cut_end(v, 80))}" for key, v in values.items() if v)
+
+
+def _result_attrs(part: ToolResult, names: dict[str, str]) -> str:
+    error = "true" if part.is_error else ""
+    return _attrs(name=names.get(part.id, ""), call=part.id, error=error)
+
+
+def _result_body(part: ToolResult, chars: int) -> str:
+    body = escape(_capped(part.text, chars))
+    if part.others:
+        body += f" [+{part.others} non-text parts]"
+    return body
+
+
+def render_message(message: BaseMessage, names: dict[str, str] | None = None) -> str:
+    """Render one message as an XML element of the transcript, whatever its type.
+
+    The role is the message's (a custom message type's ``type``); its text, each
+    tool call (name, id, arguments) and each tool result (call id, tool name,
+    error flag, text) in every format are rendered, cut first, so one huge message
+    cannot crowd out the rest. ``names`` gives the tool name of the calls the
+    message's results answer, where the result does not carry it.
     """
-    rendered = get_buffer_string([_capped(message)], format="xml")
+    names = dict(names or {})
+    role = _role(message)
+    text = message_text(message)
+    parts = list(tool_parts(message))
     if isinstance(message, ToolMessage):
-        name = f' name="{escape(message.name or "")}"' if message.name else ""
-        call = escape(message.tool_call_id or "")
-        opening = f'<message type="tool"{name} call="{call}">'
-        rendered = rendered.replace('<message type="tool">', opening, 1)
-    return rendered
+        if message.name:
+            names[message.tool_call_id] = message.name
+        (result,) = (p for p in parts if isinstance(p, ToolResult))
+        opening = f"<message{_attrs(type=role)}{_result_attrs(result, names)}>"
+        return f"{opening}{_result_body(result, _MESSAGE_CHARS)}</message>"
+    if not parts:
+        return f"<message{_attrs(type=role)}>{escape(_capped(text, _MESSAGE_CHARS))}</message>"
+    results = [p for p in parts if isinstance(p, ToolResult)]
+    # The text and each result share the message's chars (600 each at least).
+    share = max(_MESSAGE_CHARS // (len(results) + 1), 600)
+    lines = [f"<message{_attrs(type=role)}>"]
+    if text:
+        short = _capped(text, max(_MESSAGE_CHARS - share * len(results), 600))
+        lines.append(f"  <content>{escape(short)}</content>")
+    for part in parts:
+        if isinstance(part, ToolCall):
+            attrs = _attrs(id=part.id, name=part.name)
+            lines.append(f"  <tool_call{attrs}>{escape(_args_text(part.args))}</tool_call>")
+        else:
+            attrs = _result_attrs(part, names)
+            lines.append(f"  <tool_result{attrs}>{_result_body(part, share)}</tool_result>")
+    lines.append("</message>")
+    return "\n".join(lines)
+
+
+def _result_names(middle: Sequence[BaseMessage]) -> dict[int, dict[str, str]]:
+    """Map each message answering calls to ``{call id: tool name}`` of the calls it answers."""
+    names: dict[int, dict[str, str]] = {}
+    for index, starts in pair_results(middle).items():
+        for start in starts:
+            for part in tool_parts(middle[start]):
+                if isinstance(part, ToolCall) and part.id:
+                    names.setdefault(index, {}).setdefault(part.id, part.name)
+    return names
+
+
+def _safe_render(message: BaseMessage, names: dict[str, str] | None) -> str:
+    """Render ``message``; a message nothing can read is named, not rendered."""
+    try:
+        return render_message(message, names)
+    except Exception as exc:  # a custom message whose content no reader understands
+        why = escape(type(exc).__name__)
+        return f"<message{_attrs(type=_role(message))}>[unreadable message: {why}]</message>"
 
 
 MAX_TRANSCRIPT_CHARS = 400_000
@@ -76,7 +163,8 @@ def render_transcript(middle: Sequence[BaseMessage], max_chars: int) -> str:
 
     Messages that do not fit are left out whole, with a line saying how many.
     """
-    rendered = [render_message(m) for m in middle]
+    names = _result_names(middle)
+    rendered = [_safe_render(m, names.get(i)) for i, m in enumerate(middle)]
     if sum(len(r) + 2 for r in rendered) <= max_chars:
         return "\n\n".join(rendered)
     first: list[str] = []

@@ -4,8 +4,8 @@ The head (the task) and the tail (the newest turns within ``tail_budget``) stay
 verbatim; the middle becomes one message that starts with :data:`CONDENSED_TAG`
 and is marked as the pipeline's own in ``response_metadata``. A prior pipeline
 summary in the middle is merged into the new one. When the model fails in any
-way, a deterministic digest of the middle stands in and nothing of the error
-reaches the history.
+way (or its prompt cannot be built), a deterministic digest of the middle stands
+in and nothing of the error reaches the history.
 """
 
 from __future__ import annotations
@@ -64,7 +64,8 @@ class CondenseStats:
     summarizer_calls: int = 0
     """Calls made to the summarizer."""
     summarizer_failures: int = 0
-    """Calls whose reply was unusable; the digest stood in."""
+    """Summaries the model could not write (an unusable reply, a prompt that could not
+    be built); the digest stood in."""
     source: str | None = None
     """``"model"`` or ``"digest"``: who wrote the summary, if one was written."""
     failure: str | None = None
@@ -244,11 +245,14 @@ class Condenser(MessagesRunnable):
             stats.summarizer_skipped += 1
             logger.warning("summarizer circuit breaker open; using the deterministic digest")
         elif breaker is not None:
-            stats.summarizer_calls += 1
-            reply = yield SummaryRequest(
-                build_prompt(body, previous, budget, settings.instructions), budget
-            )
-            text, failure = _reply_text(reply)
+            failure: str | None = None
+            try:
+                prompt = build_prompt(body, previous, budget, settings.instructions)
+            except Exception as exc:  # never a crash: the digest stands in, as for a failure
+                prompt, failure = None, f"the summarizer's prompt could not be built: {exc!r}"
+            if prompt is not None:
+                stats.summarizer_calls += 1
+                text, failure = _reply_text((yield SummaryRequest(prompt, budget)))
             if text is not None and meter.one(HumanMessage(text)) >= replaced_tokens:
                 text, failure = None, "the summary is not smaller than what it replaces"
             if text is not None:

@@ -7,7 +7,8 @@ error message and is the same for the same input.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any, NamedTuple
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
@@ -43,19 +44,73 @@ DIGEST = _Digest()
 """Pass as ``model=DIGEST`` to condense with the deterministic digest and no LLM."""
 
 
+class ToolCall(NamedTuple):
+    """One tool call a message makes, whatever its format."""
+
+    id: str
+    """The call id (empty for a LangChain tool call that has none)."""
+    name: str
+    args: Any
+    """The arguments (a Responses ``arguments`` JSON string is read)."""
+
+
+class ToolResult(NamedTuple):
+    """One tool result a message carries, whatever its format."""
+
+    id: str
+    """The id of the call it answers."""
+    text: str
+    """The result's text (its text parts joined by newlines)."""
+    is_error: bool
+    """Whether the tool reported an error (``status="error"``, ``is_error``)."""
+    others: int
+    """How many non-text parts (images, documents...) the result holds beside its text."""
+
+
+def tool_parts(message: BaseMessage) -> Iterator[ToolCall | ToolResult]:
+    """Yield the tool calls and tool results of ``message``, in every format.
+
+    Calls: LangChain ``tool_calls`` (those without an id first) and the calls only
+    a content block carries (Anthropic ``tool_use``, Responses ``function_call``,
+    v1 ``tool_call``), once per id. Results: a ``ToolMessage`` is one; any other
+    message that is not an AIMessage yields its ``tool_result`` and
+    ``function_call_output`` blocks.
+    """
+    if isinstance(message, AIMessage):
+        for call in message.tool_calls:
+            if not call.get("id"):
+                yield ToolCall("", call["name"], call["args"])
+        for cid, (name, args) in call_index(message).items():
+            yield ToolCall(cid, name, args)
+        return
+    if isinstance(message, ToolMessage):
+        yield ToolResult(message.tool_call_id, message_text(message), message.status == "error", 0)
+        return
+    if isinstance(message.content, str):
+        return
+    for block in message.content:
+        kind = block_type(block)
+        if not isinstance(block, dict) or kind not in RESULT_BLOCKS:
+            continue
+        if not block.get(RESULT_BLOCKS[kind]):
+            continue
+        text, others = result_parts(block)
+        error = block.get("is_error") is True
+        yield ToolResult(str(block[RESULT_BLOCKS[kind]]), text, error, len(others))
+
+
+def _calls(message: BaseMessage) -> list[ToolCall]:
+    """Return the calls of ``message`` that have an id (those a result can answer)."""
+    return [p for p in tool_parts(message) if isinstance(p, ToolCall) and p.id]
+
+
 def _result_texts(message: BaseMessage) -> dict[str, str]:
     """Return ``{call id: result text}`` of what ``message`` answers, in every format."""
-    if isinstance(message, ToolMessage):
-        return {message.tool_call_id: message_text(message)}
-    if isinstance(message.content, str):
-        return {}
-    return {
-        str(block[RESULT_BLOCKS[kind]]): result_parts(block)[0]
-        for block in message.content
-        if isinstance(block, dict)
-        and (kind := block_type(block)) in RESULT_BLOCKS
-        and block.get(RESULT_BLOCKS[kind])
-    }
+    found: dict[str, str] = {}
+    for part in tool_parts(message):
+        if isinstance(part, ToolResult):
+            found[part.id] = part.text
+    return found
 
 
 def _tool_lines(
@@ -72,7 +127,7 @@ def _tool_lines(
                 results.setdefault((start, cid), (text, briefed))
     lines: list[str] = []
     for position, message in enumerate(middle):
-        for cid, (name, args) in call_index(message).items():
+        for cid, name, args in _calls(message):
             result = results.get((position, cid))
             if result is None:
                 lines.append(brief_for(name, args, "", registry=briefs, limit=240))
@@ -118,7 +173,7 @@ def build_index(middle: Sequence[BaseMessage], max_chars: int, *, what: str = "c
             if text:
                 entries.append("- user: " + shorten(text, 100))
                 refs.append(message_ref(message))
-        for cid, (name, call_args) in call_index(message).items():
+        for cid, name, call_args in _calls(message):
             args = call_args if isinstance(call_args, Mapping) else {}
             target = call_target(args)
             entries.append(f"- {name}: {shorten(target, 100)}" if target else "")

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
 from typing import Annotated, Any, cast
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage
@@ -55,6 +55,7 @@ from langchain_context_pipeline._cache_hint import hint_request
 from langchain_context_pipeline._events import acompress_traced, compress_traced
 from langchain_context_pipeline._overflow import overflow_of
 from langchain_context_pipeline._stream import emit
+from langchain_context_pipeline._tool_fingerprint import tools_fingerprint
 from langchain_context_pipeline.calibration import (
     CALIBRATION_STATE_KEY,
     Calibration,
@@ -168,7 +169,7 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
             settings, model=model, token_counter=token_counter, **keywords
         )
         self.token_counter: TokenCounter = self.pipeline.token_counter
-        self._tool_tokens: OrderedDict[tuple[int, ...], tuple[Sequence[Any], int]] = OrderedDict()
+        self._tool_tokens: OrderedDict[Hashable, tuple[Sequence[Any], int]] = OrderedDict()
         self._warned: set[str] = set()
         # The agent's full history stays in state: recall reads the originals there.
         self.tools = [create_recall_tool()] if recall_tool else []
@@ -179,12 +180,13 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
     def _tools_tokens(self, tools: Sequence[Any]) -> int:
         if not tools:
             return 0
-        key = tuple(id(t) for t in tools)
+        # Keyed by content, so a description edited in place is counted again.
+        key = tools_fingerprint(tools)
         hit = self._tool_tokens.get(key)
         if hit is not None and not self._counts_with_model:
             return hit[1]
         tokens = tools_tokens(self.token_counter, tools)
-        # The tools are kept alive with their count, so their ids cannot be reused.
+        # The tools are kept alive with their count, so the ids in the key cannot be reused.
         self._tool_tokens[key] = (tuple(tools), tokens)
         if len(self._tool_tokens) > _TOOL_COUNTS_KEPT:
             self._tool_tokens.popitem(last=False)

@@ -165,6 +165,21 @@ MUTANTS = [
         "        if False:\n",
         "test_state_between_calls.py::test_an_async_only_summarizer_writes_the_summary_under_sync_compress",
     ),
+    (
+        "determinism: the tool-schema count is cached by the tools' identities",
+        "middleware.py",
+        "        key = tools_fingerprint(tools)",
+        "        key = tuple(id(t) for t in tools)",
+        "test_middleware.py::test_the_request_stays_within_the_threshold_as_tool_schemas_change",
+    ),
+    (
+        "summarizer: tool results sent as blocks are left out of its transcript",
+        "digest.py",
+        "        yield ToolResult(str(block[RESULT_BLOCKS[kind]]), text, error, len(others))",
+        "        pass",
+        "test_properties_summarizer.py::"
+        "test_the_summarizer_is_shown_every_middle_tool_call_and_result_in_every_format",
+    ),
 ]
 
 

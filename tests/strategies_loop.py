@@ -28,6 +28,7 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+from langchain_core.tools import StructuredTool
 from strategies_shapes import tool_turn
 
 from langchain_context_pipeline import DIGEST, ContextPipeline
@@ -229,3 +230,76 @@ def runs(draw: st.DrawFn) -> Run:
     }
     model = draw(st.sampled_from(["digest", "model", "digest", "model", "none", "failing"]))
     return Run(head, turns, settings, model)
+
+
+# -- tools whose schemas change between model calls (dynamic tool descriptions) ------
+
+DESCRIPTION_CHARS = 1_200
+"""The longest description (and three times the longest argument note) an edit leaves."""
+
+
+def _answer(**arguments: Any) -> str:
+    return "ok"
+
+
+def editable_tool(name: str, description: str, argument_note: str) -> StructuredTool:
+    """A tool with a JSON arguments schema, both open to edits in place."""
+    schema = {
+        "type": "object",
+        "properties": {"path": {"type": "string", "description": argument_note}},
+        "required": ["path"],
+    }
+    return StructuredTool.from_function(
+        func=_answer, name=name, description=description, args_schema=schema
+    )
+
+
+@dataclass(frozen=True)
+class ToolEdit:
+    """One edit in place of a tool: its description set or grown, or its argument's note set."""
+
+    kind: str
+    index: int
+    text: str
+
+    def __call__(self, tools: list[StructuredTool]) -> None:
+        tool = tools[self.index]
+        if self.kind == "set":
+            tool.description = self.text[:DESCRIPTION_CHARS]
+        elif self.kind == "grow":
+            tool.description = (tool.description + self.text)[:DESCRIPTION_CHARS]
+        else:
+            schema = tool.args_schema
+            assert isinstance(schema, dict)
+            schema["properties"]["path"]["description"] = self.text[: DESCRIPTION_CHARS // 3]
+
+
+@dataclass
+class ToolEdits:
+    """Tools, and the edits made in place to them before each model call."""
+
+    tools: list[StructuredTool]
+    steps: list[list[ToolEdit]]
+    """Per model call, the edits made before it (the first call's may be none)."""
+
+
+@st.composite
+def tool_description_edits(draw: st.DrawFn) -> ToolEdits:
+    """One or two tools; before each of two to four calls, descriptions grow, shrink or change.
+
+    The tools' schemas stay well under the middleware tests' threshold, so they
+    never fill the budget alone.
+    """
+    count = draw(st.integers(1, 2))
+    tools = [
+        editable_tool(f"tool_{i}", draw(texts(1, 300)), draw(texts(1, 100))) for i in range(count)
+    ]
+    steps: list[list[ToolEdit]] = []
+    for call in range(draw(st.integers(2, 4))):
+        step: list[ToolEdit] = []
+        for _ in range(draw(st.integers(0 if call == 0 else 1, 2))):
+            kind = draw(st.sampled_from(["set", "grow", "note"]))
+            index = draw(st.integers(0, count - 1))
+            step.append(ToolEdit(kind, index, draw(texts(1, DESCRIPTION_CHARS))))
+        steps.append(step)
+    return ToolEdits(tools, steps)

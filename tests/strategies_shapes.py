@@ -313,3 +313,101 @@ def broken_pairs(messages: Sequence[BaseMessage]) -> list[str]:
 
 def reasoning_of(message: BaseMessage) -> list[dict[str, Any]]:
     return [b for b in _blocks(message) if b.get("type") in REASONING]
+
+
+# -- for the summarizer's transcript: custom message types, block tool turns ---------
+
+
+class Note(BaseMessage):
+    """A message type of the user's own, as an agent framework may define one."""
+
+    type: str = "note"
+
+
+@st.composite
+def responses_output_turn(draw: st.DrawFn, ids: Callable[[], str]) -> list[BaseMessage]:
+    """A Responses turn: ``function_call`` blocks, then ``function_call_output`` blocks."""
+    calls = [
+        {"name": draw(st.sampled_from(["read_file", "bash", "search"])), "args": draw(arguments())}
+        for _ in range(draw(st.integers(1, 4)))
+    ]
+    for call in calls:
+        call["id"] = ids()
+    outputs: list[Any] = [
+        {"type": "function_call_output", "call_id": c["id"], "output": _result_content(draw)}
+        for c in calls
+    ]
+    ai = AIMessage(draw(ai_content(calls, "responses")), id=f"m{ids()}")
+    return [ai, HumanMessage(outputs, id=f"m{ids()}")]
+
+
+@st.composite
+def summarizer_conversations(draw: st.DrawFn) -> list[BaseMessage]:
+    """A task, then tool turns in every format (block results too), notes and requests.
+
+    Message ids are unique; call ids are unique too, so each result names one call.
+    """
+    counter = iter(range(100_000))
+
+    def ids() -> str:
+        return str(next(counter))
+
+    out: list[BaseMessage] = [HumanMessage(draw(texts(1, 2_000)), id="task")]
+    # Few enough turns that the whole middle fits the transcript (no message omitted).
+    for _ in range(draw(st.integers(1, 7))):
+        kind = draw(st.sampled_from(["note", "human", "tools", "responses", "tools"]))
+        if kind == "note":
+            out.append(Note(draw(_content_of_a_note()), id=f"m{ids()}"))
+        elif kind == "human":
+            out.append(HumanMessage(draw(texts(1, 2_000)), id=f"m{ids()}"))
+        else:
+            made = tool_turn if kind == "tools" else responses_output_turn
+            turn = draw(made(lambda: f"c{ids()}"))
+            for message in turn:
+                message.id = f"m{ids()}"
+            out += turn
+    out.append(HumanMessage("what now?", id="last"))
+    return out
+
+
+@st.composite
+def _content_of_a_note(draw: st.DrawFn) -> Any:
+    text = draw(texts(1, 3_000))
+    return text if draw(st.booleans()) else [{"type": "text", "text": text}]
+
+
+def tool_calls_named(message: BaseMessage) -> list[tuple[str, str]]:
+    """(call id, tool name) of every call an AIMessage makes, read from each format."""
+    found: dict[str, str] = {}
+    if not isinstance(message, AIMessage):
+        return []
+    for c in message.tool_calls:
+        found.setdefault(c["id"] or "", c["name"])
+    for b in _blocks(message):
+        if b.get("type") in ("tool_use", "tool_call"):
+            found.setdefault(b["id"], b["name"])
+        elif b.get("type") == "function_call":
+            found.setdefault(b["call_id"], b["name"])
+    return list(found.items())
+
+
+def tool_results_texted(message: BaseMessage) -> list[tuple[str, str]]:
+    """(call id, result text) of every result a message carries, read from each format."""
+
+    def text_of(value: Any) -> str:
+        if isinstance(value, str):
+            return value
+        parts = [p["text"] for p in value if isinstance(p, dict) and p.get("type") == "text"]
+        return "\n".join(parts)
+
+    if isinstance(message, ToolMessage):
+        return [(message.tool_call_id, text_of(message.content))]
+    if isinstance(message, AIMessage):
+        return []
+    out = []
+    for b in _blocks(message):
+        if b.get("type") == "tool_result":
+            out.append((b["tool_use_id"], text_of(b["content"])))
+        elif b.get("type") == "function_call_output":
+            out.append((b["call_id"], text_of(b["output"])))
+    return out

@@ -388,3 +388,82 @@ def test_digest_and_index_read_calls_and_results_in_every_format(fmt: str) -> No
     assert build_digest(turn, None, 2_000) == build_digest(expected, None, 2_000)
     assert build_index(turn, 500) == build_index(expected, 500)
     assert "[read_file] src/app.py (600 chars)" in build_digest(turn, None, 2_000)
+
+
+class Recording:
+    """A summarizer that keeps each prompt's transcript and answers a short summary."""
+
+    def __init__(self) -> None:
+        self.transcripts: list[str] = []
+
+    def __call__(self, prompt: Sequence[BaseMessage]) -> str:
+        self.transcripts.append(str(prompt[-1].content))
+        return "The agent read src/app.py."
+
+
+def _condensed_turn(fmt: str, *, error: bool = False) -> list[BaseMessage]:
+    """A task, a read_file turn in ``fmt`` and filler, the turn falling in the middle."""
+    turn = _read_file_turn(fmt)
+    if error and fmt == "anthropic":
+        (block,) = turn[1].content
+        assert isinstance(block, dict)
+        turn[1] = HumanMessage([{**block, "is_error": True}], id="r")
+    if error and fmt == "langchain":
+        turn[1] = turn[1].model_copy(update={"status": "error"})
+    filler = [HumanMessage(f"more {i} " * 300, id=f"f{i}") for i in range(4)]
+    return [HumanMessage("Task: fix it", id="h"), *turn, *filler, HumanMessage("now?", id="last")]
+
+
+@pytest.mark.parametrize("fmt", ["langchain", "anthropic", "responses"])
+def test_the_summarizer_is_shown_tool_calls_and_results_in_every_format(fmt: str) -> None:
+    """Anthropic and Responses blocks reach the transcript as ``tool_calls`` turns do."""
+    model = Recording()
+    out, stats = condenser(model, head_count=1, tail_budget=10).condense(_condensed_turn(fmt))
+    assert stats.source == "model" and "a" not in {m.id for m in out}  # condensed
+    (transcript,) = model.transcripts
+    assert '<tool_call id="c1" name="read_file">{"path": "src/app.py"}</tool_call>' in transcript
+    assert 'name="read_file" call="c1">def main():\n    FAILED test_x' in transcript
+
+
+@pytest.mark.parametrize("fmt", ["langchain", "anthropic"])
+def test_the_summarizer_is_told_which_tool_results_are_errors(fmt: str) -> None:
+    model = Recording()
+    condenser(model, head_count=1, tail_budget=10).condense(_condensed_turn(fmt, error=True))
+    (transcript,) = model.transcripts
+    assert 'name="read_file" call="c1" error="true">def main()' in transcript
+
+
+class Note(BaseMessage):
+    """A message type of the user's own."""
+
+    type: str = "note"
+
+
+def test_a_custom_message_type_is_shown_to_the_summarizer() -> None:
+    """It was refused by ``get_buffer_string`` (unsupported message type), with no fallback."""
+    messages: list[BaseMessage] = [HumanMessage("Task: fix it", id="h")]
+    messages += [Note(f"note {i}: the build is red " * 60, id=f"n{i}") for i in range(6)]
+    messages.append(HumanMessage("now?", id="last"))
+    model = Recording()
+    _, stats = condenser(model, head_count=1, tail_budget=10).condense(messages)
+    assert stats.source == "model" and stats.summarizer_failures == 0
+    (transcript,) = model.transcripts
+    assert transcript.count('<message type="note">note ') == 6
+
+
+def test_a_prompt_that_cannot_be_built_falls_back_to_the_digest(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from langchain_context_pipeline import condenser as module
+
+    def broken(*args: Any, **kwargs: Any) -> Any:
+        raise ValueError("Got unsupported message type")
+
+    monkeypatch.setattr(module, "build_prompt", broken)
+    model = Recording()
+    out, stats = condenser(model).condense(conversation())
+    assert model.transcripts == []  # the summarizer was not called
+    assert stats.source == "digest" and stats.summarizer_failures == 1
+    assert stats.summarizer_calls == 0
+    assert "prompt could not be built" in (stats.failure or "")
+    assert not any("unsupported" in str(m.content) for m in out)

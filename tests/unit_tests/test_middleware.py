@@ -11,6 +11,8 @@ from typing import Any, get_args, get_type_hints
 
 import pytest
 from fakes import EchoSummarizer, FailingModel
+from hypothesis import given
+from hypothesis import strategies as st
 from invariants import orphans, unanswered
 from langchain.agents.middleware import ExtendedModelResponse, ModelRequest, ModelResponse
 from langchain.agents.middleware.types import PrivateStateAttr
@@ -18,6 +20,7 @@ from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
+from strategies_loop import ToolEdits, editable_tool, tool_description_edits
 
 import langchain_context_pipeline
 from langchain_context_pipeline import DIGEST, estimate_tokens, is_pipeline_summary
@@ -303,6 +306,50 @@ def test_tail_budget_shrinks_when_system_and_tools_leave_too_little(
     mw.wrap_model_call(request, handler)
     assert f"tail_budget {TAIL} cut to" in caplog.text
     assert sent_tokens(handler.requests[0]) <= THRESHOLD
+
+
+# -- tools whose schemas change between calls ------------------------------------------------
+
+
+def test_a_tool_description_grown_in_place_is_counted_again() -> None:
+    """The schemas' count was cached by the tools' identities: the old count stayed reserved.
+
+    The first request fits and passes through; after the description grows, the same
+    request does not fit, and the same middleware must see it as a fresh one does.
+    """
+    tool_ = editable_tool("lookup", "Look a name up.", "the name")
+    history = [*conversation(4), HumanMessage("go on", id="next")]
+    mw = middleware(DIGEST)
+    first = request_for(history, tools=[tool_])
+    assert sent_tokens(first) <= THRESHOLD
+    mw.wrap_model_call(first, Handler())
+    tool_.description += " Results are ranked by relevance, newest first." * 120
+    request = request_for(history, tools=[tool_])
+    assert sent_tokens(request) > THRESHOLD
+    handler, fresh = Handler(), Handler()
+    mw.wrap_model_call(request, handler)
+    middleware(DIGEST).wrap_model_call(request, fresh)
+    assert sent_tokens(handler.requests[0]) <= THRESHOLD
+    assert handler.requests[0].messages == fresh.requests[0].messages
+
+
+@given(tool_description_edits(), st.integers(1, 5), st.integers(0, len(_PROSE)))
+def test_the_request_stays_within_the_threshold_as_tool_schemas_change(
+    edits: ToolEdits, units: int, extra: int
+) -> None:
+    """By the middleware's own estimate, after every edit, as a fresh middleware would send."""
+    history = [*conversation(units), HumanMessage(_PROSE[:extra] or "go on", id="next")]
+    mw = middleware(DIGEST)
+    for step, changes in enumerate(edits.steps):
+        for change in changes:
+            change(edits.tools)
+        request = request_for(history, system="Be brief.", tools=list(edits.tools))
+        handler, fresh = Handler(), Handler()
+        mw.wrap_model_call(request, handler)
+        middleware(DIGEST).wrap_model_call(request, fresh)
+        (sent,) = handler.requests
+        assert sent_tokens(sent) <= THRESHOLD, f"call {step}"
+        assert sent.messages == fresh.requests[0].messages, f"call {step}"
 
 
 # -- packaging --------------------------------------------------------------------------------
