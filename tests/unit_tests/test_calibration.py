@@ -3,8 +3,10 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import logging
+import random
 import sqlite3
 from collections.abc import Sequence
 from pathlib import Path
@@ -617,3 +619,93 @@ def test_a_correction_that_budgets_a_call_under_the_tail_budget_shrinks_the_tail
         hook = create_pre_model_hook(threshold=8000, tail_budget=3000)
         update = hook.invoke({"messages": messages, CALIBRATION_STATE_KEY: calibration})
         assert hook.pipeline.token_counter(update["llm_input_messages"]) <= 8000 / MAX_CORRECTION
+
+
+# -- reported usage plus an estimate of what changed --------------------------------------
+
+MIXED_THRESHOLD = 2_500
+ENGLISH_TASK = (
+    "Please summarize the following information in a concise way so that everyone "
+    "understands what happened yesterday, comparing the four data files the service "
+    "wrote overnight. "
+) * 40
+
+
+def mixed_output(kind: str, step: int) -> str:
+    """Tool output the content-aware estimate counts close to cl100k (dense, not prose)."""
+    draw = random.Random(step)
+    if kind == "hex":
+        return draw.randbytes(200).hex()
+    if kind == "cjk":
+        return f"第{step}号服务在夜间任务中写入了数据，上下文管道保留任务和最近的消息。" * 8
+    if kind == "base64":
+        return base64.b64encode(draw.randbytes(1080)).decode()
+    rows = [{"id": draw.getrandbits(40), "token": draw.randbytes(12).hex()} for _ in range(8)]
+    return json.dumps({"rows": rows, "step": step})
+
+
+KINDS = ("base64", "hex", "base64", "cjk", "base64", "json")
+
+
+@tool
+def read_data(name: str) -> str:
+    """Read one of the service's data files."""
+    kind, _, step = name.partition("-")
+    return mixed_output(kind, int(step))
+
+
+class ChatMixedUsage(ReplyingChatModel):
+    """Reads a data file of each kind in turn, reporting every request's true cl100k count."""
+
+    llm_type = "mixed-usage"
+    model_name: str = "stub-cl100k"
+    steps: int = 40
+    reported: list[int] = Field(default_factory=list)
+
+    def _reply(self, messages: list[BaseMessage], call: Call) -> AIMessage:
+        tokens = true_tokens(messages) + schema_tokens(call.kwargs.get("tools") or [])
+        self.reported.append(tokens)
+        step = len(self.reported) - 1
+        if step >= self.steps:
+            reply = AIMessage("The files changed; the job ran out of disk.")
+        else:
+            name = f"{KINDS[step % len(KINDS)]}-{step}"
+            reply = AIMessage(
+                f"Reading {name}.",
+                tool_calls=[{"name": "read_data", "args": {"name": name}, "id": f"r{step}"}],
+            )
+        reply.response_metadata = {"model_provider": "mixedusage", "model_name": self.model_name}
+        reply.usage_metadata = {"input_tokens": tokens, "output_tokens": 8, "total_tokens": tokens}
+        return reply
+
+
+def mixed_agent(model: ChatMixedUsage) -> Any:
+    from langchain.agents import create_agent
+
+    middleware = ContextPipelineMiddleware(threshold=MIXED_THRESHOLD, model=DIGEST)
+    return create_agent(
+        model, [read_data], system_prompt="You are a careful assistant.", middleware=[middleware]
+    )
+
+
+def assert_mixed_run(model: ChatMixedUsage) -> None:
+    assert len(model.reported) == model.steps + 1
+    # The English task made the estimate look high: the budget must not carry that
+    # over to the dense output that follows.
+    assert max(model.reported) > MIXED_THRESHOLD * 0.6  # the window was used
+    for n, tokens in enumerate(model.reported, start=1):
+        assert tokens <= MIXED_THRESHOLD, f"call {n}: {tokens} reported > {MIXED_THRESHOLD}"
+
+
+def test_create_agent_never_sends_more_than_the_threshold_by_the_providers_count() -> None:
+    model = ChatMixedUsage()
+    mixed_agent(model).invoke({"messages": [HumanMessage(ENGLISH_TASK)]}, {"recursion_limit": 200})
+    assert_mixed_run(model)
+
+
+async def test_async_create_agent_never_sends_more_than_the_threshold() -> None:
+    model = ChatMixedUsage()
+    await mixed_agent(model).ainvoke(
+        {"messages": [HumanMessage(ENGLISH_TASK)]}, {"recursion_limit": 200}
+    )
+    assert_mixed_run(model)
