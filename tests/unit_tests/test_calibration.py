@@ -3,12 +3,14 @@
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import json
 import logging
 import random
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from copy import deepcopy
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +29,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.prebuilt import create_react_agent
 from pydantic import Field, PrivateAttr
+from strategies_loop import UsageRun, usage_runs
 
 from langchain_context_pipeline import DIGEST
 from langchain_context_pipeline._overflow import overflow_of
@@ -709,3 +712,84 @@ async def test_async_create_agent_never_sends_more_than_the_threshold() -> None:
         {"messages": [HumanMessage(ENGLISH_TASK)]}, {"recursion_limit": 200}
     )
     assert_mixed_run(model)
+
+
+class TrueUsage:
+    """A provider stub: every reply reports the request's true cl100k count.
+
+    It spies on the middleware's pipeline too, to know whether the request it is
+    sent is the smallest valid one (over by the pipeline's own count, with a warning).
+    """
+
+    def __init__(self, mw: ContextPipelineMiddleware) -> None:
+        self.sent: list[tuple[int, int]] = []  # (true tokens, tokens over budget)
+        self.over = 0
+        compress, acompress = mw.pipeline.compress, mw.pipeline.acompress
+
+        def spy(*args: Any, **kwargs: Any) -> Any:
+            result = compress(*args, **kwargs)
+            self.over = result.report.over_budget
+            return result
+
+        async def aspy(*args: Any, **kwargs: Any) -> Any:
+            result = await acompress(*args, **kwargs)
+            self.over = result.report.over_budget
+            return result
+
+        mw.pipeline.compress = spy  # type: ignore[method-assign]
+        mw.pipeline.acompress = aspy  # type: ignore[method-assign]
+
+    def __call__(self, request: ModelRequest[Any]) -> ModelResponse[Any]:
+        sent = [request.system_message, *request.messages] if request.system_message else []
+        tokens = true_tokens(sent)  # type: ignore[arg-type]
+        self.sent.append((tokens, self.over))
+        reply = AIMessage("ok", response_metadata={"model_name": "fake"})
+        reply.usage_metadata = {"input_tokens": tokens, "output_tokens": 1, "total_tokens": tokens}
+        return ModelResponse(result=[reply])
+
+
+def usage_turns(run: UsageRun) -> Iterator[list[BaseMessage]]:
+    """The history before each model call: the task, then each turn's messages added."""
+    history: list[BaseMessage] = [HumanMessage(run.task)]
+    yield history
+    for turn in run.turns:
+        for edit in turn.edits:
+            edit(history)
+        history = [*history, *turn.messages]
+        yield history
+
+
+def assert_within_threshold(run: UsageRun, stub: TrueUsage) -> None:
+    threshold = run.settings["threshold"]
+    for n, (tokens, over) in enumerate(stub.sent, start=1):
+        # Over budget only when the must-keep part alone exceeds it: the middleware
+        # then sends the smallest valid request, with a warning.
+        if not over:
+            assert tokens <= threshold, f"call {n}: {tokens} true tokens > {threshold}"
+
+
+@given(usage_runs())
+def test_reported_usage_never_lets_a_request_past_the_threshold(run: UsageRun) -> None:
+    run = deepcopy(run)
+    mw = ContextPipelineMiddleware(**run.settings)
+    stub, state = TrueUsage(mw), {}
+    for history in usage_turns(run):
+        record(mw.wrap_model_call(request(history, state), stub), state)
+    assert_within_threshold(run, stub)
+
+
+@given(usage_runs())
+def test_async_reported_usage_never_lets_a_request_past_the_threshold(run: UsageRun) -> None:
+    run = deepcopy(run)
+    mw = ContextPipelineMiddleware(**run.settings)
+    stub, state = TrueUsage(mw), {}
+
+    async def handler(r: ModelRequest[Any]) -> ModelResponse[Any]:
+        return stub(r)
+
+    async def drive() -> None:
+        for history in usage_turns(run):
+            record(await mw.awrap_model_call(request(history, state), handler), state)
+
+    asyncio.run(drive())
+    assert_within_threshold(run, stub)
