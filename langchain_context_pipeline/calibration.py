@@ -78,6 +78,10 @@ OVERFLOW_TIGHTENING = 1.25
 MAX_COUNTED = 16
 """How many counted requests a record keeps (the newest): each may be the next prefix."""
 FIT_ATTEMPTS = 3
+BUDGET_STEP = 8
+"""The last call's budget is tried first unless the counted prefix allows
+``threshold / BUDGET_STEP`` more: a steady limit keeps the cuts (and the provider's
+prompt cache) where they were."""
 """The most compressions of one call: the prefix's budget, the kept prefix's, no prefix's."""
 
 Counter = Callable[[list[BaseMessage]], int]
@@ -198,6 +202,8 @@ class Calibration:
     """Messages and digest (:func:`prefix_digests`) of the request awaiting a reply."""
     counted: tuple[Counted, ...] = ()
     """Requests the provider counted that the last request still repeats, oldest first."""
+    held: int = 0
+    """The budget (the counter's tokens) the last request was compressed within."""
 
     @classmethod
     def from_state(cls, value: Any) -> Calibration:
@@ -220,6 +226,7 @@ class Calibration:
             for c in (_counted(e) for e in (entries if isinstance(entries, list) else ()))
             if c is not None
         )
+        held = value.get("held", 0)
         return cls(
             correction,
             max(sent, 0),
@@ -227,6 +234,7 @@ class Calibration:
             samples,
             None if pending is None else (pending[0], pending[1]),
             counted[-MAX_COUNTED:],
+            held if isinstance(held, int) and not isinstance(held, bool) and held > 0 else 0,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -257,11 +265,18 @@ class Calibration:
     def first_budget(self, threshold: int) -> int:
         """Return the budget to compress with first: the newest counted request's.
 
-        It holds only if the output repeats that request (:meth:`refit` checks).
+        It holds only if the output repeats that request (:meth:`refit` checks). The
+        last call's budget is tried instead unless that one is ``threshold /
+        BUDGET_STEP`` more: the planner's cuts depend on its limit, and a limit that
+        moved every call would move them every call (and :meth:`refit` still lowers
+        it when the output would not fit).
         """
         if not self.counted:
             return self.budget(threshold)
-        return self._prefix_budget(threshold, max(self.counted, key=lambda c: c[0]))
+        budget = self._prefix_budget(threshold, max(self.counted, key=lambda c: c[0]))
+        if self.held > 0 and budget < self.held + max(1, threshold // BUDGET_STEP):
+            return self.held
+        return budget
 
     def fitting_budget(self, threshold: int, digests: Sequence[str]) -> int:
         """Return the budget of an output with these prefix digests (:func:`prefix_digests`).
@@ -289,15 +304,20 @@ class Calibration:
         return max(1, min(allowed, tried - 1))
 
     def sending(
-        self, tokens: int, after: str | None = None, digests: Sequence[str] | None = None
+        self,
+        tokens: int,
+        after: str | None = None,
+        digests: Sequence[str] | None = None,
+        budget: int = 0,
     ) -> Calibration:
         """Record what this call sends (counted by the pipeline's counter).
 
         With ``digests`` (the request's :func:`prefix_digests`), the counted requests
-        it no longer repeats are forgotten and it awaits its reply's count.
+        it no longer repeats are forgotten and it awaits its reply's count;
+        ``budget`` is what it was compressed within.
         """
         if digests is None:
-            return replace(self, sent=tokens, after=after, pending=None)
+            return replace(self, sent=tokens, after=after, pending=None, held=budget)
         kept = tuple(c for c in self.counted if c[0] < len(digests) and digests[c[0]] == c[1])
         return replace(
             self,
@@ -305,11 +325,17 @@ class Calibration:
             after=after,
             pending=(len(digests) - 1, digests[-1]),
             counted=kept,
+            held=budget,
         )
 
     def settled(self) -> Calibration:
-        """Return the record once the reply was read: nothing awaits a count."""
-        return replace(self, sent=0, after=None, pending=None)
+        """Return the record once the reply was read: nothing awaits a count.
+
+        The budget held is kept only with a counted request to hold it against.
+        """
+        return replace(
+            self, sent=0, after=None, pending=None, held=self.held if self.counted else 0
+        )
 
     def observe(
         self, reply: BaseMessage | None, agent: tuple[str | None, str | None] = (None, None)

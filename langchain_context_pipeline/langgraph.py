@@ -241,7 +241,7 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
         after = messages[-1].id if messages else None
         sent = result.report.tokens_after + self.reserved_tokens
         digests = prefix_digests(self.seed, result.messages)
-        return calibration.sending(sent, after, digests).to_dict()
+        return calibration.sending(sent, after, digests, result.report.threshold).to_dict()
 
     @property
     def _over_budget(self) -> OverBudget:

@@ -329,11 +329,17 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         return tighter, self._args(request, budget, reserved)
 
     def _sent(
-        self, result: CompressionResult, reserved: int, calibration: Calibration, seed: str
+        self,
+        result: CompressionResult,
+        reserved: int,
+        calibration: Calibration,
+        seed: str,
+        budget: int,
     ) -> Calibration:
         result.report.correction = calibration.correction
         digests = prefix_digests(seed, result.messages)
-        return calibration.sending(result.report.tokens_after + reserved, digests=digests)
+        tokens = result.report.tokens_after + reserved
+        return calibration.sending(tokens, digests=digests, budget=budget)
 
     # -- AgentMiddleware ---------------------------------------------------------------
 
@@ -363,7 +369,7 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
                     break
                 args = again
                 result = compress_traced(self.pipeline, messages, **args)
-            sent = self._sent(result, reserved, calibration, seed)
+            sent = self._sent(result, reserved, calibration, seed, args["threshold"])
             emit(result.report)
             try:
                 response = handler(self._request(request, messages, result))
@@ -375,7 +381,7 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
                 if result.carried_summary is not None:  # the summary is not paid for twice
                     args["carried_summary"] = result.carried_summary
                 result = compress_traced(self.pipeline, messages, **args)
-                sent = self._sent(result, reserved, tighter, seed)
+                sent = self._sent(result, reserved, tighter, seed, args["threshold"])
                 emit(result.report)
                 response = handler(self._request(request, messages, result))
         finally:
@@ -404,7 +410,7 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
                     break
                 args = again
                 result = await acompress_traced(self.pipeline, messages, **args)
-            sent = self._sent(result, reserved, calibration, seed)
+            sent = self._sent(result, reserved, calibration, seed, args["threshold"])
             emit(result.report)
             try:
                 response = await handler(self._request(request, messages, result))
@@ -416,7 +422,7 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
                 if result.carried_summary is not None:  # the summary is not paid for twice
                     args["carried_summary"] = result.carried_summary
                 result = await acompress_traced(self.pipeline, messages, **args)
-                sent = self._sent(result, reserved, tighter, seed)
+                sent = self._sent(result, reserved, tighter, seed, args["threshold"])
                 emit(result.report)
                 response = await handler(self._request(request, messages, result))
         finally:

@@ -590,8 +590,11 @@ def test_hook_calibration_lives_in_graph_state_and_survives_a_restart(tmp_path: 
     assert len(corrections) == 31 + 31
     # The first call after the restart learned from the reply before it, as it would have
     # without the restart, and every call of the resumed run fits the window.
-    before = [t for m, t in first.requests][-1] / counted(hook, first.requests[-1][0])
-    assert corrections[31] == pytest.approx(before, rel=0.05)
+    last_reply = resumed["messages"][-1]
+    assert isinstance(last_reply, AIMessage) and last_reply.usage_metadata
+    expected, ignored = stored.observe(last_reply, hook.agent)
+    assert ignored is None and expected.samples == stored.samples + 1
+    assert corrections[31] == pytest.approx(expected.correction)
     assert all(tokens <= WINDOW for _, tokens in model.requests)
     # Control: the same hook on the same state without the stored calibration sends
     # far more than the window.

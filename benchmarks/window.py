@@ -1,0 +1,181 @@
+"""What the model gets of its window: fill in real tokens, next-step retention, usage runs.
+
+- **Window fill**: at every request whose history is over the window (by cl100k_base,
+  as the real-token counter counts a request), the request's cl100k size as a share
+  of the window; its mean and 10th percentile per strategy.
+- **Next-step retention**: the identifiers (paths, file names, snake_case and
+  CamelCase names, dotted names, numbers of two digits or more) in the agent's real
+  next message (its text and tool-call arguments) that occur in the history it was
+  sent, and the share of them still in the request. What the agent used next is
+  what it needed; a request that lost it made the agent guess or read it again.
+- **Usage runs**: the middleware (``ContextPipelineMiddleware.wrap_model_call``,
+  its state carried) driven with replies whose ``usage_metadata["input_tokens"]``
+  is the request's true cl100k count, as a provider reports it.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from langchain.agents.middleware.types import ExtendedModelResponse, ModelRequest, ModelResponse
+from langchain_core.messages import AIMessage, BaseMessage
+
+from benchmarks.fake import FakeSummarizer
+from benchmarks.metrics import _strings, fingerprint
+from benchmarks.real_tokens import REPLY_PRIMING, load_tokenizers
+from benchmarks.strategies import Strategy, _split_system
+from langchain_context_pipeline.middleware import ContextPipelineMiddleware
+from langchain_context_pipeline.tokens import MESSAGE_OVERHEAD_TOKENS, countable_parts
+
+IDENTIFIER = re.compile(
+    r"(?:[\w.-]*/)+[\w.-]+"  # paths
+    r"|\b\w+\.[A-Za-z]\w{0,7}\b"  # file names and dotted names
+    r"|\b[a-z]+(?:_[a-z0-9]+)+\b"  # snake_case
+    r"|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b|\b[a-z]+(?:[A-Z][a-z0-9]*)+\b"  # CamelCase
+    r"|\b\d{2,}(?:\.\d+)?\b"  # numbers
+)
+"""What next-step retention looks for in the agent's next message."""
+
+
+def identifiers(message: BaseMessage) -> set[str]:
+    """The identifiers of a message's text and tool-call arguments."""
+    parts = (
+        [message.content] if isinstance(message.content, str) else list(_strings(message.content))
+    )
+    if isinstance(message, AIMessage):
+        for call in message.tool_calls:
+            parts += list(_strings(call.get("args")))
+    return {m for text in parts for m in IDENTIFIER.findall(text) if len(m) >= 3}
+
+
+def next_step(next_message: BaseMessage, history_hay: str, request_hay: str) -> tuple[int, int]:
+    """Return (kept, total): identifiers of the next message in the request, in the history."""
+    used = [i for i in identifiers(next_message) if i in history_hay]
+    return sum(1 for i in used if i in request_hay), len(used)
+
+
+class TrueCl100k:
+    """The true cl100k count of a request, as ``benchmarks.real_tokens`` counts it."""
+
+    _cache: ClassVar[dict[Any, int]] = {}
+    _count: ClassVar[Any] = None
+
+    @classmethod
+    def count(cls, messages: Sequence[BaseMessage]) -> int:
+        if cls._count is None:
+            cls._count = load_tokenizers(["cl100k_base"])["cl100k_base"]
+        total = REPLY_PRIMING
+        for message in messages:
+            fp = fingerprint(message)
+            n = cls._cache.get(fp)
+            if n is None:
+                texts, fixed = countable_parts(message)
+                n = sum(cls._count(t) for t in texts) + fixed + MESSAGE_OVERHEAD_TOKENS
+                cls._cache[fp] = n
+            total += n
+        return total
+
+
+class _MiddlewareUsage(Strategy):
+    """The middleware with its state carried, its model reporting true cl100k usage."""
+
+    ours = True
+    summarizer = True
+
+    def __init__(self, window: int, fake: FakeSummarizer) -> None:
+        super().__init__(window, fake)
+        self.middleware = ContextPipelineMiddleware(
+            threshold=window,
+            tail_budget=self.tail,
+            model=fake if self.summarizer else None,
+            recall_tool=False,
+        )
+        self.state: dict[str, Any] = {}
+        self.captured: list[BaseMessage] = []
+
+    def start(self) -> None:
+        super().start()
+        self.state = {}
+
+    def _handler(self, request: ModelRequest[Any]) -> ModelResponse[Any]:
+        system = [request.system_message] if request.system_message is not None else []
+        self.captured = [*system, *request.messages]
+        tokens = TrueCl100k.count(self.captured)
+        reply = AIMessage("", response_metadata={"model_name": "replay"})
+        reply.usage_metadata = {"input_tokens": tokens, "output_tokens": 0, "total_tokens": tokens}
+        return ModelResponse(result=[reply])
+
+    def step(self, history: list[BaseMessage], new: list[BaseMessage]) -> list[BaseMessage]:
+        system, rest = _split_system(history)
+        request = ModelRequest(
+            model=self.fake,
+            messages=list(rest),
+            system_message=system,
+            state={"messages": list(rest), **self.state},  # type: ignore[typeddict-item]
+        )
+        out = self._timed(lambda: self.middleware.wrap_model_call(request, self._handler))
+        if isinstance(out, ExtendedModelResponse) and out.command is not None:
+            update = out.command.update
+            if isinstance(update, dict):
+                if update.get("context_pipeline_summary") is not None:
+                    self.summaries += 1
+                self.state.update(update)
+        return self.captured
+
+    def describe(self) -> str:
+        model = "fake" if self.summarizer else "None"
+        return (
+            f"`ContextPipelineMiddleware(threshold={self.window}, tail_budget={self.tail}, "
+            f"model={model})`.wrap_model_call, its state carried; every reply reports the "
+            "request's true cl100k count in `usage_metadata['input_tokens']`"
+        )
+
+
+class OursCondenseUsage(_MiddlewareUsage):
+    key = "ours_condense_usage"
+    label = "ours: prune + condense, usage reported"
+    summarises = True
+
+
+class OursDefaultUsage(_MiddlewareUsage):
+    key = "ours_default_usage"
+    label = "ours: default, usage reported"
+    summarizer = False
+
+
+USAGE_STRATEGIES: tuple[type[Strategy], ...] = (OursCondenseUsage, OursDefaultUsage)
+"""The usage-reporting runs of the middleware."""
+
+
+LOW_WATER_GRID = (0.5, 0.7, 0.85, 0.95, 1.0)
+"""The ``low_water`` values the full run replays the default pipeline and the hook path at."""
+
+
+def low_water_strategies(values: Sequence[float] = LOW_WATER_GRID) -> list[type[Strategy]]:
+    """The default pipeline and the hook path (prune + condense) at each ``low_water``."""
+    from benchmarks.strategies import OursCondense, OursDefault
+    from langchain_context_pipeline import ContextPipeline
+
+    out: list[type[Strategy]] = []
+    for base in (OursDefault, OursCondense):
+        for value in values:
+
+            def build(
+                self: Any, value: float = value, condense: bool = base is OursCondense
+            ) -> Any:
+                model = self.fake if condense else None
+                return ContextPipeline(
+                    threshold=self.window, tail_budget=self.tail, model=model, low_water=value
+                )
+
+            attributes = {
+                "key": f"{base.key}@{value:g}",
+                "label": f"{base.label}, low_water={value:g}",
+                "_build": build,
+                "low_water": value,
+                "base_key": base.key,
+            }
+            out.append(type(base.__name__ + "LowWater", (base,), attributes))
+    return out
