@@ -40,7 +40,12 @@ from benchmarks.scaling import SIZES, measure
 from benchmarks.strategies import STRATEGIES as PLAIN_STRATEGIES
 from benchmarks.strategies import _OursPipeline
 from benchmarks.targets import evaluate
-from benchmarks.window import LOW_WATER_GRID, USAGE_STRATEGIES, low_water_strategies
+from benchmarks.window import (
+    LOW_WATER_GRID,
+    USAGE_STRATEGIES,
+    low_water_strategies,
+    window_targets,
+)
 from langchain_context_pipeline.tokens import MESSAGE_OVERHEAD_TOKENS
 
 STRATEGIES = (*PLAIN_STRATEGIES, *USAGE_STRATEGIES)
@@ -449,7 +454,7 @@ def collect(
         )
         out["scaling"] = scaling_dict(sizes)
         out["meta"]["wall_s"]["scaling"] = round(time.perf_counter() - t0, 1)
-    out["targets"] = evaluate(out)
+    out["targets"] = evaluate(out) + window_targets(out)
     out["meta"]["wall_s"]["total"] = round(time.perf_counter() - began, 1)
     return out
 

@@ -179,3 +179,152 @@ def low_water_strategies(values: Sequence[float] = LOW_WATER_GRID) -> list[type[
             }
             out.append(type(base.__name__ + "LowWater", (base,), attributes))
     return out
+
+
+# -- targets and report (issue "Use the window it is given") ------------------------------
+
+FILL_WITH_USAGE = 0.85
+FILL_WITHOUT_USAGE = 0.65
+NEXT_STEP = {"32000": 0.95, "16000": 0.92}
+HELD = {
+    "ours_default": "ours_default_usage",
+    "ours_condense": "ours_condense_usage",
+}
+"""Each plain configuration held to the fill targets, and its usage-reporting run."""
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def window_targets(out: dict[str, Any]) -> list[dict[str, Any]]:
+    """Rows for the window targets: fill with and without usage, next-step retention."""
+    from benchmarks.targets import _row
+
+    rows: list[dict[str, Any]] = []
+    config = out["config"]["strategies"]
+    for window, data in out["windows"].items():
+        label = f"{int(window) // 1000}k"
+        totals = data["totals"]
+        for plain, usage in HELD.items():
+            for key, need in ((plain, FILL_WITHOUT_USAGE), (usage, FILL_WITH_USAGE)):
+                if key not in totals:
+                    continue
+                fill = totals[key]["fill"]["mean"]
+                rows.append(
+                    _row(
+                        "window fill (cl100k) at the turns over the window",
+                        label,
+                        config[key]["label"],
+                        _pct(fill),
+                        f">= {_pct(need)}",
+                        fill is not None and fill >= need,
+                        f"p10 {_pct(totals[key]['fill']['p10'])}",
+                    )
+                )
+            bar = NEXT_STEP.get(window)
+            share = totals[plain]["next_step"]["share"] if plain in totals else None
+            if bar is not None and share is not None:
+                rows.append(
+                    _row(
+                        "next-step retention",
+                        label,
+                        config[plain]["label"],
+                        _pct(share),
+                        f">= {_pct(bar)}",
+                        share >= bar,
+                        "SummarizationMiddleware "
+                        + _pct(
+                            totals.get("lc_summarization", {}).get("next_step", {}).get("share")
+                        ),
+                    )
+                )
+    return rows
+
+
+def window_markdown(out: dict[str, Any]) -> list[str]:
+    """Window fill and next-step retention of every strategy, per window."""
+    config = out["config"]["strategies"]
+    lines = [
+        "At the requests whose history is over the window (by cl100k_base): the request's "
+        "cl100k size as a share of the window (mean and 10th percentile). Next-step "
+        "retention: of the identifiers (paths, file names, snake_case / CamelCase / dotted "
+        "names, numbers) in the agent's real next message that occur in its history, the "
+        "share still in the request. The `usage reported` runs are the middleware whose "
+        "model reports each request's true cl100k count as `input_tokens`.",
+        "",
+    ]
+    for window, data in out["windows"].items():
+        rows = []
+        for key, t in data["totals"].items():
+            fill = t.get("fill") or {}
+            nxt = t.get("next_step") or {}
+            real = (t.get("real_tokens") or {}).get("overflows") or {}
+            rows.append(
+                [
+                    config[key]["label"],
+                    _pct(fill.get("mean")),
+                    _pct(fill.get("p10")),
+                    str(fill.get("samples", 0)),
+                    _pct(nxt.get("share")),
+                    " / ".join(str(n) for n in real.values()) or "n/a",
+                ]
+            )
+        header = [
+            "strategy",
+            "fill mean",
+            "fill p10",
+            "requests over",
+            "next-step retention",
+            "real overflows ("
+            + " / ".join(
+                next(iter(data["totals"].values())).get("real_tokens", {}).get("overflows", {})
+            )
+            + ")",
+        ]
+        lines += [f"**{int(window) // 1000}k**", ""]
+        lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(r) + " |" for r in rows]
+        lines.append("")
+    return lines
+
+
+def low_water_markdown(out: dict[str, Any]) -> list[str]:
+    """The ``low_water`` grid: cost, cached share, retention and fill of each point."""
+    grid = out.get("low_water")
+    if not grid:
+        return ["Not run (quick mode).", ""]
+    lines: list[str] = []
+    for window, points in grid.items():
+        header = [
+            "configuration",
+            "low_water",
+            "cost vs none",
+            "cached",
+            "tool-arg retention",
+            "next-step retention",
+            "fill mean",
+            "worst transcript (cost vs none)",
+        ]
+        lines += [f"**{int(window) // 1000}k**", ""]
+        lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        for t in points.values():
+            worst = t.get("worst") or {}
+            lines.append(
+                "| "
+                + " | ".join(
+                    [
+                        str(t["base"]),
+                        f"{t['low_water']:g}",
+                        _pct(t["cost_share"]),
+                        _pct(t["cached_share"]),
+                        _pct(t["retention"]["args"]),
+                        _pct(t["next_step"]["share"]),
+                        _pct(t["fill"]["mean"]),
+                        f"{worst.get('transcript')} ({_pct(worst.get('cost_share'))})",
+                    ]
+                )
+                + " |"
+            )
+        lines.append("")
+    return lines
