@@ -395,6 +395,7 @@ def collect(
             )
             entry["calls"][str(window)] = strategy.describe()
             entry["own_counter"] = strategy.own_counter
+            entry["reports_in"] = getattr(strategy, "reports_in", None)
         if not quick:
             t0 = time.perf_counter()
             out.setdefault("low_water", {})[str(window)] = low_water_dict(

@@ -10,7 +10,9 @@
   what it needed; a request that lost it made the agent guess or read it again.
 - **Usage runs**: the middleware (``ContextPipelineMiddleware.wrap_model_call``,
   its state carried) driven with replies whose ``usage_metadata["input_tokens"]``
-  is the request's true cl100k count, as a provider reports it.
+  is the request's true count by one tokenizer (cl100k_base; Qwen 3 for one run),
+  as a provider reports it in its own tokens. Such a run is held to that tokenizer:
+  a request that fills a cl100k provider's window is not meant to fit Qwen 3's.
 """
 
 from __future__ import annotations
@@ -56,24 +58,25 @@ def next_step(next_message: BaseMessage, history_hay: str, request_hay: str) -> 
     return sum(1 for i in used if i in request_hay), len(used)
 
 
-class TrueCl100k:
-    """The true cl100k count of a request, as ``benchmarks.real_tokens`` counts it."""
+class TrueCount:
+    """A request's true count by one tokenizer, as ``benchmarks.real_tokens`` counts it."""
 
-    _cache: ClassVar[dict[Any, int]] = {}
-    _count: ClassVar[Any] = None
+    _cache: ClassVar[dict[tuple[str, Any], int]] = {}
+    _counters: ClassVar[dict[str, Any]] = {}
 
     @classmethod
-    def count(cls, messages: Sequence[BaseMessage]) -> int:
-        if cls._count is None:
-            cls._count = load_tokenizers(["cl100k_base"])["cl100k_base"]
+    def count(cls, messages: Sequence[BaseMessage], name: str = "cl100k_base") -> int:
+        counter = cls._counters.get(name)
+        if counter is None:
+            counter = cls._counters[name] = load_tokenizers([name])[name]
         total = REPLY_PRIMING
         for message in messages:
-            fp = fingerprint(message)
-            n = cls._cache.get(fp)
+            key = (name, fingerprint(message))
+            n = cls._cache.get(key)
             if n is None:
                 texts, fixed = countable_parts(message)
-                n = sum(cls._count(t) for t in texts) + fixed + MESSAGE_OVERHEAD_TOKENS
-                cls._cache[fp] = n
+                n = sum(counter(t) for t in texts) + fixed + MESSAGE_OVERHEAD_TOKENS
+                cls._cache[key] = n
             total += n
         return total
 
@@ -83,6 +86,8 @@ class _MiddlewareUsage(Strategy):
 
     ours = True
     summarizer = True
+    reports_in = "cl100k_base"
+    """The tokenizer the stub provider reports usage in (and the run is held to)."""
 
     def __init__(self, window: int, fake: FakeSummarizer) -> None:
         super().__init__(window, fake)
@@ -102,7 +107,7 @@ class _MiddlewareUsage(Strategy):
     def _handler(self, request: ModelRequest[Any]) -> ModelResponse[Any]:
         system = [request.system_message] if request.system_message is not None else []
         self.captured = [*system, *request.messages]
-        tokens = TrueCl100k.count(self.captured)
+        tokens = TrueCount.count(self.captured, self.reports_in)
         reply = AIMessage("", response_metadata={"model_name": "replay"})
         reply.usage_metadata = {"input_tokens": tokens, "output_tokens": 0, "total_tokens": tokens}
         return ModelResponse(result=[reply])
@@ -129,23 +134,33 @@ class _MiddlewareUsage(Strategy):
         return (
             f"`ContextPipelineMiddleware(threshold={self.window}, tail_budget={self.tail}, "
             f"model={model})`.wrap_model_call, its state carried; every reply reports the "
-            "request's true cl100k count in `usage_metadata['input_tokens']`"
+            f"request's true {self.reports_in} count in `usage_metadata['input_tokens']`"
         )
 
 
 class OursCondenseUsage(_MiddlewareUsage):
     key = "ours_condense_usage"
-    label = "ours: prune + condense, usage reported"
+    label = "ours: prune + condense, usage reported (cl100k)"
     summarises = True
 
 
 class OursDefaultUsage(_MiddlewareUsage):
     key = "ours_default_usage"
-    label = "ours: default, usage reported"
+    label = "ours: default, usage reported (cl100k)"
     summarizer = False
 
 
-USAGE_STRATEGIES: tuple[type[Strategy], ...] = (OursCondenseUsage, OursDefaultUsage)
+class OursDefaultUsageQwen3(OursDefaultUsage):
+    key = "ours_default_usage_qwen3"
+    label = "ours: default, usage reported in Qwen 3 tokens"
+    reports_in = "qwen3"
+
+
+USAGE_STRATEGIES: tuple[type[Strategy], ...] = (
+    OursCondenseUsage,
+    OursDefaultUsage,
+    OursDefaultUsageQwen3,
+)
 """The usage-reporting runs of the middleware."""
 
 
@@ -222,6 +237,21 @@ def window_targets(out: dict[str, Any]) -> list[dict[str, Any]]:
                         f"p10 {_pct(totals[key]['fill']['p10'])}",
                     )
                 )
+            held_to = config.get(usage, {}).get("reports_in")
+            if usage in totals and held_to:
+                over = (totals[usage].get("real_tokens") or {}).get("overflows", {}).get(held_to)
+                if over is not None:
+                    rows.append(
+                        _row(
+                            "0 overflows with usage reported (by the reported tokenizer)",
+                            label,
+                            config[usage]["label"],
+                            str(over),
+                            "0",
+                            over == 0,
+                            held_to,
+                        )
+                    )
             bar = NEXT_STEP.get(window)
             share = totals[plain]["next_step"]["share"] if plain in totals else None
             if bar is not None and share is not None:
@@ -251,7 +281,10 @@ def window_markdown(out: dict[str, Any]) -> list[str]:
         "retention: of the identifiers (paths, file names, snake_case / CamelCase / dotted "
         "names, numbers) in the agent's real next message that occur in its history, the "
         "share still in the request. The `usage reported` runs are the middleware whose "
-        "model reports each request's true cl100k count as `input_tokens`.",
+        "model reports each request's true count (cl100k, or Qwen 3 where named) as "
+        "`input_tokens`; each is held to the tokenizer it reports in (its other "
+        "real-overflow columns show what a request that fills a cl100k provider's window "
+        "costs by another tokenizer, which no provider of that tokenizer would be sent).",
         "",
     ]
     for window, data in out["windows"].items():

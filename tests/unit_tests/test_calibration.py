@@ -40,6 +40,7 @@ from langchain_context_pipeline.calibration import (
     MIN_CORRECTION,
     SAFETY_MARGIN,
     Calibration,
+    prefix_digests,
 )
 from langchain_context_pipeline.langgraph import ContextPipelineHook, create_pre_model_hook
 from langchain_context_pipeline.middleware import ContextPipelineMiddleware
@@ -796,3 +797,63 @@ def test_async_reported_usage_never_lets_a_request_past_the_threshold(run: Usage
 
     asyncio.run(drive())
     assert_within_threshold(run, stub)
+
+
+@react_agent_warning
+def test_hook_never_sends_more_than_the_threshold_by_the_providers_count() -> None:
+    model = ChatMixedUsage()
+    prompt = "You are a careful assistant."
+    hook = create_pre_model_hook(
+        threshold=MIXED_THRESHOLD,
+        model=DIGEST,
+        agent_model=model,
+        system_prompt=prompt,
+        tools=[read_data],
+    )
+    agent = create_react_agent(model, [read_data], prompt=prompt, pre_model_hook=hook)
+    agent.invoke({"messages": [HumanMessage(ENGLISH_TASK)]}, {"recursion_limit": 200})
+    assert_mixed_run(model)
+
+
+def test_a_counted_prefix_is_budgeted_at_its_count_and_the_rest_at_the_estimate() -> None:
+    messages: list[BaseMessage] = [HumanMessage("task " * 50), AIMessage("ok " * 30)]
+    digests = prefix_digests("seed", messages)
+    # The provider counted the first message at 40 where the counter said 70.
+    record = Calibration(correction=0.6, counted=((1, digests[1], 70, 40),))
+    assert record.fitting_budget(1_000, digests) == 70 + (1_000 - 40)
+    assert record.first_budget(1_000) == 1_030
+    # The output no longer repeats it (compaction replaced it): no credit, and a
+    # correction below 1 never enlarges what the provider did not count.
+    other = prefix_digests("seed", [HumanMessage("summary"), *messages[1:]])
+    assert record.fitting_budget(1_000, other) == record.budget(1_000) == 1_000
+    assert record.refit(1_000, 1_030, 1_010, other) == 1_000
+    assert record.refit(1_000, 1_030, 1_010, digests) is None
+    # Another system prompt or tools: another seed, no prefix trusted.
+    assert record.fitting_budget(1_000, prefix_digests("other", messages)) == 1_000
+    # A counter measured low still scales up what the provider never saw.
+    low = Calibration(correction=2.0, counted=((1, digests[1], 70, 140),))
+    assert low.fitting_budget(1_000, digests) == 70 + (1_000 - 140) // 2
+    assert low.budget(1_000) == 500
+
+
+def test_an_edit_in_place_breaks_the_prefix_from_the_edited_message_on() -> None:
+    call = {"name": "read_file", "args": {"path": "a.py"}, "id": "c1", "type": "tool_call"}
+    messages: list[BaseMessage] = [
+        HumanMessage("task"),
+        AIMessage("", tool_calls=[call]),
+        ToolMessage("data", tool_call_id="c1"),
+    ]
+    before = prefix_digests("seed", messages)
+    edited = deepcopy(messages)
+    edited[1].tool_calls[0]["args"]["path"] = "b.py"  # type: ignore[attr-defined]
+    after = prefix_digests("seed", edited)
+    assert before[:2] == after[:2] and before[2] != after[2] and before[3] != after[3]
+    odd = [AIMessage("", tool_calls=[{**call, "args": {"k": {1: {2, 3}, "a": b"x"}}}])]
+    assert prefix_digests("seed", odd) == prefix_digests("seed", deepcopy(odd))
+
+
+def test_the_record_round_trips_through_state_and_drops_malformed_entries() -> None:
+    record = Calibration(0.8, 10, "m1", 2, (3, "abc"), ((1, "x", 5, 4),), 900)
+    assert Calibration.from_state(record.to_dict()) == record
+    broken = {**record.to_dict(), "counted": [[1, "x", -5, 4], "junk", [1, 2, 3, 4]]}
+    assert Calibration.from_state(broken).counted == ()
