@@ -37,9 +37,19 @@ from benchmarks.real_tokens import (
 )
 from benchmarks.replay import WindowResult, replay
 from benchmarks.scaling import SIZES, measure
-from benchmarks.strategies import STRATEGIES, _OursPipeline
+from benchmarks.strategies import STRATEGIES as PLAIN_STRATEGIES
+from benchmarks.strategies import _OursPipeline
 from benchmarks.targets import evaluate
+from benchmarks.window import (
+    LOW_WATER_GRID,
+    USAGE_STRATEGIES,
+    low_water_strategies,
+    window_targets,
+)
 from langchain_context_pipeline.tokens import MESSAGE_OVERHEAD_TOKENS
+
+STRATEGIES = (*PLAIN_STRATEGIES, *USAGE_STRATEGIES)
+"""Every strategy of the full run: the plain replays and the usage-reporting ones."""
 
 WINDOWS = (32_000, 16_000)
 QUICK_WINDOWS = (16_000,)
@@ -198,6 +208,16 @@ def stats_dict(
             "overall": stats.retention.overall,
         },
         "recoverable": stats.recoverable.as_dict(),
+        "fill": {
+            "mean": statistics.fmean(stats.fills) if stats.fills else None,
+            "p10": percentile(stats.fills, 0.10),
+            "samples": len(stats.fills),
+        },
+        "next_step": {
+            "kept": stats.next_kept,
+            "total": stats.next_total,
+            "share": stats.next_kept / stats.next_total if stats.next_total else None,
+        },
         "overhead_us": {
             "median": statistics.median(stats.overhead_us) if stats.overhead_us else None,
             "p95": percentile(stats.overhead_us, 0.95),
@@ -232,6 +252,27 @@ def _stage_tally(result: WindowResult) -> dict[str, dict[str, int]]:
                 stages += ", summary reused"
             tally[stages] += 1
         out[strategy.key] = dict(sorted(tally.items(), key=lambda kv: -kv[1]))
+    return out
+
+
+def low_water_dict(grid: WindowResult, main: WindowResult) -> dict[str, Any]:
+    """The ``low_water`` grid at one window: each point's totals and its worst transcript."""
+    base = main.runs["none"]
+    out: dict[str, Any] = {}
+    for strategy in grid.strategies:
+        runs = grid.runs[strategy.key]
+        shares = {
+            name: stats.cost() / base[name].cost()
+            for name, stats in runs.items()
+            if base[name].cost()
+        }
+        worst = max(shares, key=lambda name: shares[name]) if shares else None
+        out[strategy.key] = {
+            "low_water": getattr(strategy, "low_water", None),
+            "base": getattr(strategy, "base_key", None),
+            **stats_dict(grid.total(strategy.key), main.total("none"), False),
+            "worst": None if worst is None else {"transcript": worst, "cost_share": shares[worst]},
+        }
     return out
 
 
@@ -354,6 +395,22 @@ def collect(
             )
             entry["calls"][str(window)] = strategy.describe()
             entry["own_counter"] = strategy.own_counter
+            entry["reports_in"] = getattr(strategy, "reports_in", None)
+        if not quick:
+            t0 = time.perf_counter()
+            out.setdefault("low_water", {})[str(window)] = low_water_dict(
+                replay(
+                    transcripts,
+                    window,
+                    None,
+                    low_water_strategies(LOW_WATER_GRID),
+                    progress=say,
+                    real=real,
+                    collect_garbage=False,
+                ),
+                result,
+            )
+            out["meta"]["wall_s"][f"low_water_{window}"] = round(time.perf_counter() - t0, 1)
     if with_corpus and real is not None:
         t0 = time.perf_counter()
         if corpus_names is None and quick:
@@ -398,7 +455,7 @@ def collect(
         )
         out["scaling"] = scaling_dict(sizes)
         out["meta"]["wall_s"]["scaling"] = round(time.perf_counter() - t0, 1)
-    out["targets"] = evaluate(out)
+    out["targets"] = evaluate(out) + window_targets(out)
     out["meta"]["wall_s"]["total"] = round(time.perf_counter() - began, 1)
     return out
 

@@ -306,6 +306,12 @@ class RunStats:
     real: RealTokenStats = field(default_factory=RealTokenStats)
     """Overflows by real tokenizers and by the strategy's own estimate (``real_tokens``)."""
     overhead_us: list[float] = field(default_factory=list)
+    fills: list[float] = field(default_factory=list)
+    """cl100k size / window of each request whose history is over the window (``window``)."""
+    next_kept: int = 0
+    """Identifiers of the agent's next message still in the request (``window.next_step``)."""
+    next_total: int = 0
+    """Identifiers of the agent's next message found in its history."""
 
     def add(self, other: RunStats) -> None:
         for name in self.__dataclass_fields__:

@@ -27,6 +27,7 @@ from benchmarks.metrics import (
 from benchmarks.real_tokens import RealTokenCounter, RealTokenStats
 from benchmarks.recoverable import recoverable
 from benchmarks.strategies import STRATEGIES, Strategy
+from benchmarks.window import next_step
 
 
 @dataclass
@@ -70,6 +71,7 @@ def replay_one(
     previous: list[Fingerprint] = []
     model_input: list[BaseMessage] = []
     history: list[BaseMessage] = []
+    history_hay = ""
     start = 0
     for end in transcript.request_ends:
         history = messages[:end]
@@ -95,7 +97,19 @@ def replay_one(
         shared = common_prefix(previous, fps)
         previous = fps
         total = sum(tokens)
-        if sum(history_counter.measure(history)[1]) > strategy.window:
+        history_fps, history_tokens, _ = history_counter.measure(history)
+        request_hay = haystack(model_input)
+        history_hay += "\n\x00\n" + haystack(new)
+        if end < len(messages):
+            kept, used = next_step(messages[end], history_hay, request_hay)
+            stats.next_kept += kept
+            stats.next_total += used
+        if real is not None and "cl100k_base" in real.names:
+            history_real = real.request(history, history_fps)["cl100k_base"]
+            if history_real > strategy.window:
+                size = real.request(model_input, fps)["cl100k_base"]
+                stats.fills.append(size / strategy.window)
+        if sum(history_tokens) > strategy.window:
             stats.requests_beyond += 1
             stats.cost_beyond += (total - sum(tokens[:shared])) + CACHED_PRICE * sum(
                 tokens[:shared]
@@ -121,7 +135,7 @@ def replay_one(
         stats.orphans += orphans
         stats.unanswered += unanswered
         stats.broken_requests += int(bool(orphans or unanswered))
-        if task is not None and task not in haystack(model_input):
+        if task is not None and task not in request_hay:
             stats.task_lost += 1
 
     stats.summaries_written = strategy.summaries

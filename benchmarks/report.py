@@ -5,6 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from benchmarks.window import low_water_markdown, window_markdown
+
 NOTES = Path(__file__).resolve().parent / "NOTES.md"
 """Hand-written analysis embedded at the end of the report, if present."""
 
@@ -572,6 +574,10 @@ def render(out: dict[str, Any]) -> str:
         lines.append(f"- **{s['label']}** (`{key}`): {calls}")
     lines += ["", "## Summary", "", summary_markdown(out)]
     lines += ["## Overflows in real tokens", "", real_tokens_markdown(out)]
+    lines += ["## Window fill and next-step retention", ""]
+    lines += window_markdown(out)
+    lines += ["## low_water: the cache against the window", ""]
+    lines += low_water_markdown(out)
     lines += ["## Recoverable retention", "", recoverable_markdown(out)]
     lines += ["## Targets (issue 5)", ""]
     lines += _targets(out)

@@ -1,12 +1,30 @@
-"""Calibration: correct the token count from what the provider reports it charged.
+"""Calibration: budget each request by what the provider reports it charged.
 
 The hook and the middleware know what they sent in each model call, counted by the
 pipeline's counter; the provider's reply carries ``usage_metadata["input_tokens"]``.
-From each such pair a :class:`Calibration` keeps a per-thread ``correction`` (the
-provider's tokens per counted token, with a 3% margin), stored in graph state under
-:data:`CALIBRATION_STATE_KEY` so that it survives restarts and is shared by workers.
-The next call is budgeted with it: the pipeline compresses to
-``threshold / correction`` of its own tokens.
+The record of a thread (:class:`Calibration`, stored in graph state under
+:data:`CALIBRATION_STATE_KEY`, so that it survives restarts and is shared by
+workers) keeps, for the last requests the provider counted, how many messages they
+held, a digest of them (and of the system prompt and tools sent beside them), what
+the counter said and what the provider reported.
+
+The next request is budgeted as **the provider's count of the longest such request
+it repeats unchanged, plus the counter's estimate of every message after it**: a
+request of ``n`` counted tokens whose first ``k`` messages (and overhead) are a
+request the provider counted at ``R`` while the counter said ``C``, must keep
+``n - C`` (what is new) within ``threshold - R``. That is exact where the provider
+counted and as conservative as the counter where it did not, so a change of content
+mix (English first, dense tool output next) cannot make it overshoot. Whether the
+output repeats the counted prefix is only known once it is compressed: the entry
+points compress with the longest prefix's budget and, when the output broke that
+prefix (compaction replaced a turn of it), again within the budget the output's own
+kept prefix allows (:meth:`Calibration.refit`).
+
+The ratio ``correction`` (the provider's tokens per counted token, with a 3% margin)
+is kept for what the provider never saw, and only upwards: the default estimate never
+counts below real tokenizers, so scaling it down for content the provider has not
+counted is what overshot; a counter that undercounts (a custom one, or chars/4 for
+Chinese) is corrected up.
 
 Guards (LangChain's own attempt was reverted for the first): every part of the
 request is counted (the middleware adds the system message and the tool schemas,
@@ -14,18 +32,14 @@ the hook those it is given);
 a reply from another provider or model than the agent's, a reply without usage and
 absurd usage (not a positive integer, or more than :data:`MAX_CORRECTION` times off)
 change nothing; the correction stays within [:data:`MIN_CORRECTION`,
-:data:`MAX_CORRECTION`], so it may move down as well as up but a single reply can
-never make the budget more than twice what the content-aware estimate allows.
-
-The first measurement replaces the default at once; after it, a reply raises the
-correction as far as it measures but lowers it by :data:`MAX_DECREASE` at most. The
-ratio depends on what a request holds (a counter can be far off for one script and
-close for another), and a request that compression turned into briefs and a summary
-measures lower than the raw history that the budget it allows would let through next.
+:data:`MAX_CORRECTION`]. The first measurement replaces the default at once; after
+it, a reply raises the correction as far as it measures but lowers it by
+:data:`MAX_DECREASE` at most.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 from collections.abc import Callable, Mapping, Sequence
@@ -34,13 +48,17 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 
+from langchain_context_pipeline._prefix import prefix_digests, stable_text
+
 __all__ = [
     "CALIBRATION_STATE_KEY",
     "MAX_CORRECTION",
     "MIN_CORRECTION",
     "Calibration",
     "model_identity",
+    "prefix_digests",
     "request_overhead",
+    "request_seed",
     "tools_tokens",
 ]
 
@@ -57,6 +75,14 @@ MAX_DECREASE = 0.03
 """The most one reply lowers the correction by, once it has been measured."""
 OVERFLOW_TIGHTENING = 1.25
 """The correction grows by this factor after a context-length error that reports no sizes."""
+MAX_COUNTED = 16
+"""How many counted requests a record keeps (the newest): each may be the next prefix."""
+FIT_ATTEMPTS = 3
+BUDGET_STEP = 8
+"""The last call's budget is tried first unless the counted prefix allows
+``threshold / BUDGET_STEP`` more: a steady limit keeps the cuts (and the provider's
+prompt cache) where they were."""
+"""The most compressions of one call: the prefix's budget, the kept prefix's, no prefix's."""
 
 Counter = Callable[[list[BaseMessage]], int]
 """A token counter, as :class:`~langchain_context_pipeline.tokens.TokenCounter` is."""
@@ -114,6 +140,18 @@ def request_overhead(
     return tokens
 
 
+def request_seed(system: str | BaseMessage | None, tools: Sequence[Any] = ()) -> str:
+    """Return the digest of what a request sends beside its messages: system prompt, tools.
+
+    A changed system prompt or tool schema changes every digest of
+    :func:`prefix_digests`, so no counted prefix is trusted across it.
+    """
+    if isinstance(system, BaseMessage):
+        system = stable_text([system.type, system.content])
+    parts = stable_text([system, [_tool_schema(t) for t in tools]])
+    return hashlib.sha256(parts.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
 def _reply_identity(reply: BaseMessage) -> tuple[str | None, str | None]:
     meta = reply.response_metadata or {}
     provider = meta.get("model_provider")
@@ -134,9 +172,23 @@ def _same_model(agent: tuple[str | None, str | None], reply: tuple[str | None, s
     )
 
 
+Counted = tuple[int, str, int, int]
+"""A request the provider counted: ``(messages, digest, counted tokens, reported tokens)``."""
+
+
+def _counted(value: Any) -> Counted | None:
+    if not isinstance(value, Sequence) or isinstance(value, str) or len(value) != 4:
+        return None
+    n, digest, counted, reported = value
+    ints = (n, counted, reported)
+    if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ints):
+        return None
+    return (n, digest, counted, reported) if isinstance(digest, str) else None
+
+
 @dataclass(frozen=True)
 class Calibration:
-    """The per-thread correction of the token count, and what the last call sent."""
+    """The per-thread record of what the provider counted, and what the last call sent."""
 
     correction: float = 1.0
     """Provider tokens per counted token (with the safety margin); 1.0 until measured."""
@@ -146,6 +198,12 @@ class Calibration:
     """Id of the last message of that request: its reply is the first AIMessage after it."""
     samples: int = 0
     """Replies that moved the correction."""
+    pending: tuple[int, str] | None = None
+    """Messages and digest (:func:`prefix_digests`) of the request awaiting a reply."""
+    counted: tuple[Counted, ...] = ()
+    """Requests the provider counted that the last request still repeats, oldest first."""
+    held: int = 0
+    """The budget (the counter's tokens) the last request was compressed within."""
 
     @classmethod
     def from_state(cls, value: Any) -> Calibration:
@@ -161,19 +219,123 @@ class Calibration:
         after = value.get("after")
         if not math.isfinite(correction) or not MIN_CORRECTION <= correction <= MAX_CORRECTION:
             return cls()
-        return cls(correction, max(sent, 0), after if isinstance(after, str) else None, samples)
+        pending = _counted([*value["pending"], 0, 0]) if _pair(value.get("pending")) else None
+        entries = value.get("counted")
+        counted = tuple(
+            c
+            for c in (_counted(e) for e in (entries if isinstance(entries, list) else ()))
+            if c is not None
+        )
+        held = value.get("held", 0)
+        return cls(
+            correction,
+            max(sent, 0),
+            after if isinstance(after, str) else None,
+            samples,
+            None if pending is None else (pending[0], pending[1]),
+            counted[-MAX_COUNTED:],
+            held if isinstance(held, int) and not isinstance(held, bool) and held > 0 else 0,
+        )
 
     def to_dict(self) -> dict[str, Any]:
         """Return the JSON-ready form stored in graph state."""
-        return asdict(self)
+        out = asdict(self)
+        out["pending"] = None if self.pending is None else list(self.pending)
+        out["counted"] = [list(c) for c in self.counted]
+        return out
+
+    @property
+    def _unseen(self) -> float:
+        """The factor on what the provider never counted: the correction, never below 1."""
+        return max(1.0, self.correction)
 
     def budget(self, threshold: int) -> int:
-        """Return ``threshold`` in the counter's tokens: ``threshold / correction``."""
-        return max(1, math.floor(threshold / self.correction))
+        """Return ``threshold`` in the counter's tokens for a request the provider never saw.
 
-    def sending(self, tokens: int, after: str | None = None) -> Calibration:
-        """Record what this call sends (counted by the pipeline's counter)."""
-        return replace(self, sent=tokens, after=after)
+        ``threshold / correction`` when the counter was measured low; ``threshold``
+        itself otherwise (the default estimate is conservative: a request that
+        repeats nothing counted is trusted to it).
+        """
+        return max(1, math.floor(threshold / self._unseen))
+
+    def _prefix_budget(self, threshold: int, entry: Counted) -> int:
+        _, _, counted, reported = entry
+        return max(1, math.floor(counted + (threshold - reported) / self._unseen))
+
+    def first_budget(self, threshold: int) -> int:
+        """Return the budget to compress with first: the newest counted request's.
+
+        It holds only if the output repeats that request (:meth:`refit` checks). The
+        last call's budget is tried instead unless that one is ``threshold /
+        BUDGET_STEP`` more: the planner's cuts depend on its limit, and a limit that
+        moved every call would move them every call (and :meth:`refit` still lowers
+        it when the output would not fit).
+        """
+        if not self.counted:
+            return self.budget(threshold)
+        budget = self._prefix_budget(threshold, max(self.counted, key=lambda c: c[0]))
+        if self.held > 0 and budget < self.held + max(1, threshold // BUDGET_STEP):
+            return self.held
+        return budget
+
+    def fitting_budget(self, threshold: int, digests: Sequence[str]) -> int:
+        """Return the budget of an output with these prefix digests (:func:`prefix_digests`).
+
+        The budget of the longest counted request it repeats, or :meth:`budget`
+        when it repeats none.
+        """
+        kept = [c for c in self.counted if c[0] < len(digests) and digests[c[0]] == c[1]]
+        if not kept:
+            return self.budget(threshold)
+        return self._prefix_budget(threshold, max(kept, key=lambda c: c[0]))
+
+    def refit(self, threshold: int, tried: int, tokens: int, digests: Sequence[str]) -> int | None:
+        """Return a smaller budget to compress again with, or ``None`` when the output fits.
+
+        Args:
+            threshold: this call's threshold, in the provider's tokens.
+            tried: the budget the output was compressed within.
+            tokens: what the output costs (messages and overhead) by the counter.
+            digests: the output's prefix digests.
+        """
+        allowed = self.fitting_budget(threshold, digests)
+        if tokens <= allowed:
+            return None
+        return max(1, min(allowed, tried - 1))
+
+    def sending(
+        self,
+        tokens: int,
+        after: str | None = None,
+        digests: Sequence[str] | None = None,
+        budget: int = 0,
+    ) -> Calibration:
+        """Record what this call sends (counted by the pipeline's counter).
+
+        With ``digests`` (the request's :func:`prefix_digests`), the counted requests
+        it no longer repeats are forgotten and it awaits its reply's count;
+        ``budget`` is what it was compressed within.
+        """
+        if digests is None:
+            return replace(self, sent=tokens, after=after, pending=None, held=budget)
+        kept = tuple(c for c in self.counted if c[0] < len(digests) and digests[c[0]] == c[1])
+        return replace(
+            self,
+            sent=tokens,
+            after=after,
+            pending=(len(digests) - 1, digests[-1]),
+            counted=kept,
+            held=budget,
+        )
+
+    def settled(self) -> Calibration:
+        """Return the record once the reply was read: nothing awaits a count.
+
+        The budget held is kept only with a counted request to hold it against.
+        """
+        return replace(
+            self, sent=0, after=None, pending=None, held=self.held if self.counted else 0
+        )
 
     def observe(
         self, reply: BaseMessage | None, agent: tuple[str | None, str | None] = (None, None)
@@ -204,7 +366,10 @@ class Calibration:
         if self.samples:  # down slowly: the next request may hold another mix
             correction = max(correction, self.correction * (1 - MAX_DECREASE))
         correction = min(max(correction, MIN_CORRECTION), MAX_CORRECTION)
-        return replace(self, correction=correction, samples=self.samples + 1), None
+        counted = self.counted
+        if self.pending is not None:
+            counted = (*counted, (*self.pending, self.sent, reported))[-MAX_COUNTED:]
+        return replace(self, correction=correction, samples=self.samples + 1, counted=counted), None
 
     def after_overflow(self, requested: int | None, window: int | None) -> Calibration:
         """Return the correction tightened by a context-length error.
@@ -215,7 +380,7 @@ class Calibration:
         """
         return replace(
             self,
-            correction=min(self.correction * _shrink(requested, window), MAX_CORRECTION),
+            correction=min(self._unseen * _shrink(requested, window), MAX_CORRECTION),
         )
 
     def retry_budget(self, threshold: int, requested: int | None, window: int | None) -> int:
@@ -235,6 +400,10 @@ class Calibration:
         if self.sent > 0:
             budget = min(budget, math.floor(self.sent / _shrink(requested, window)))
         return max(1, budget)
+
+
+def _pair(value: Any) -> bool:
+    return isinstance(value, list | tuple) and len(value) == 2
 
 
 def _shrink(requested: int | None, window: int | None) -> float:

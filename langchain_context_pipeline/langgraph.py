@@ -61,9 +61,12 @@ from langchain_context_pipeline._exact import exact_token_counter
 from langchain_context_pipeline._stream import emit
 from langchain_context_pipeline.calibration import (
     CALIBRATION_STATE_KEY,
+    FIT_ATTEMPTS,
     Calibration,
     model_identity,
+    prefix_digests,
     request_overhead,
+    request_seed,
 )
 from langchain_context_pipeline.carried import SUMMARY_STATE_KEY, CarriedSummary
 from langchain_context_pipeline.pipeline import ContextPipeline, OverBudget
@@ -142,14 +145,17 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
         agent_model: Any = None,
         store: BaseStore | None = None,
         reserved_tokens: int = 0,
+        seed: str = "",
     ) -> None:
         """Wrap ``pipeline``; see :func:`create_pre_model_hook` for the arguments.
 
         ``reserved_tokens`` are what each request spends beside the messages (the
-        system prompt and tool schemas the agent adds), by the pipeline's counter.
+        system prompt and tool schemas the agent adds), by the pipeline's counter;
+        ``seed`` is their digest (:func:`~.calibration.request_seed`).
         """
         self.pipeline = pipeline
         self.reserved_tokens = reserved_tokens
+        self.seed = seed
         self.agent = model_identity(agent_model) if agent_model is not None else (None, None)
         self._warned: set[str] = set()
         self.mode: HookMode = mode
@@ -232,7 +238,7 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
             if key not in self._warned:
                 self._warned.add(key)
                 logger.warning("token calibration: %s; the correction is unchanged", ignored)
-        return observed.sending(0)
+        return observed.settled()
 
     def _sent(
         self, messages: list[BaseMessage], calibration: Calibration, result: CompressionResult
@@ -240,7 +246,8 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
         result.report.correction = calibration.correction
         after = messages[-1].id if messages else None
         sent = result.report.tokens_after + self.reserved_tokens
-        return calibration.sending(sent, after).to_dict()
+        digests = prefix_digests(self.seed, result.messages)
+        return calibration.sending(sent, after, digests, result.report.threshold).to_dict()
 
     @property
     def _over_budget(self) -> OverBudget:
@@ -248,9 +255,34 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
         return "minimal" if self.mode == "ephemeral" else "raise"
 
     def _threshold(self, calibration: Calibration) -> int | None:
-        if calibration.correction == 1.0:
+        budget = calibration.first_budget(self.pipeline.threshold)
+        return None if budget == self.pipeline.threshold else budget
+
+    def _refit(
+        self, calibration: Calibration, result: CompressionResult, args: dict[str, Any], last: bool
+    ) -> dict[str, Any] | None:
+        """Return the arguments to compress again with, or ``None`` when ``result`` fits.
+
+        As the middleware's: the output is held to what the counted prefix it still
+        repeats allows; the ``last`` compression credits none.
+        """
+        if result.report.over_budget or self.mode == "persist":
             return None
-        return calibration.budget(self.pipeline.threshold)
+        threshold = self.pipeline.threshold
+        tried = threshold if args["threshold"] is None else args["threshold"]
+        digests = prefix_digests(self.seed, result.messages)
+        tokens = result.report.tokens_after + self.reserved_tokens
+        budget = calibration.refit(threshold, tried, tokens, digests)
+        if budget is None:
+            return None
+        if last:
+            budget = min(budget, calibration.budget(threshold))
+        if budget <= self.reserved_tokens:
+            return None
+        again = {**args, "threshold": budget}
+        if result.carried_summary is not None:  # the summary is not paid for twice
+            again["carried_summary"] = result.carried_summary
+        return again
 
     def _archive(self) -> tuple[BaseStore | None, str | None]:
         """The store and thread the persist mode keeps originals in, for recall."""
@@ -281,6 +313,12 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
     def _run(self, state: Any) -> dict[str, Any]:
         messages, stored, calibration, args = self._start(state)
         result = compress_traced(self.pipeline, messages, **args)
+        for attempt in range(2, FIT_ATTEMPTS + 1):
+            again = self._refit(calibration, result, args, attempt == FIT_ATTEMPTS)
+            if again is None:
+                break
+            args = again
+            result = compress_traced(self.pipeline, messages, **args)
         store, thread = self._archive() if result.messages is not messages else (None, None)
         if store is not None:
             result = archive_originals(store, thread, messages, result)
@@ -289,6 +327,12 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
     async def _arun(self, state: Any) -> dict[str, Any]:
         messages, stored, calibration, args = self._start(state)
         result = await acompress_traced(self.pipeline, messages, **args)
+        for attempt in range(2, FIT_ATTEMPTS + 1):
+            again = self._refit(calibration, result, args, attempt == FIT_ATTEMPTS)
+            if again is None:
+                break
+            args = again
+            result = await acompress_traced(self.pipeline, messages, **args)
         store, thread = self._archive() if result.messages is not messages else (None, None)
         if store is not None:
             result = await aarchive_originals(store, thread, messages, result)
@@ -492,4 +536,5 @@ def create_pre_model_hook(
         agent_model=agent_model,
         store=store,
         reserved_tokens=reserved,
+        seed=request_seed(system_prompt, tools),
     )

@@ -58,8 +58,11 @@ from langchain_context_pipeline._stream import emit
 from langchain_context_pipeline._tool_fingerprint import tools_fingerprint
 from langchain_context_pipeline.calibration import (
     CALIBRATION_STATE_KEY,
+    FIT_ATTEMPTS,
     Calibration,
     model_identity,
+    prefix_digests,
+    request_seed,
     tools_tokens,
 )
 from langchain_context_pipeline.carried import SUMMARY_STATE_KEY, CarriedSummary
@@ -249,8 +252,8 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         observed, ignored = sent.observe(reply, model_identity(model))
         if ignored is not None and self._warn_once(ignored):
             logger.warning("token calibration: %s; the correction is unchanged", ignored)
-        # The reply came back within this call: only the correction is kept.
-        new = observed.sending(0).to_dict()
+        # The reply came back within this call: nothing awaits a count.
+        new = observed.settled().to_dict()
         if new != (stored_calibration or Calibration().to_dict()):
             update[CALIBRATION_STATE_KEY] = new
         if not update:
@@ -276,7 +279,40 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         self, request: ModelRequest[Any], calibration: Calibration
     ) -> tuple[list[BaseMessage], dict[str, Any], int]:
         threshold, reserved = self._budget(request)
-        return self._args(request, calibration.budget(threshold), reserved)
+        return self._args(request, calibration.first_budget(threshold), reserved)
+
+    def _refit(
+        self,
+        request: ModelRequest[Any],
+        calibration: Calibration,
+        result: CompressionResult,
+        args: dict[str, Any],
+        seed: str,
+        last: bool,
+    ) -> dict[str, Any] | None:
+        """Return the arguments to compress again with, or ``None`` when ``result`` fits.
+
+        The first budget credits the newest request the provider counted; when the
+        output no longer repeats it (compaction replaced part of it), the output is
+        held to what the prefix it does repeat allows (see :mod:`.calibration`);
+        the ``last`` compression credits no prefix at all.
+        """
+        if result.report.over_budget:
+            return None
+        threshold, reserved = self._budget(request)
+        digests = prefix_digests(seed, result.messages)
+        tokens = result.report.tokens_after + reserved
+        budget = calibration.refit(threshold, args["threshold"], tokens, digests)
+        if budget is None:
+            return None
+        if last:
+            budget = min(budget, calibration.budget(threshold))
+        if budget <= reserved:
+            return None
+        again = {**args, "threshold": budget}
+        if result.carried_summary is not None:  # the summary is not paid for twice
+            again["carried_summary"] = result.carried_summary
+        return again
 
     def _args(
         self, request: ModelRequest[Any], budget: int, reserved: int
@@ -318,10 +354,17 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         return tighter, self._args(request, budget, reserved)
 
     def _sent(
-        self, result: CompressionResult, reserved: int, calibration: Calibration
+        self,
+        result: CompressionResult,
+        reserved: int,
+        calibration: Calibration,
+        seed: str,
+        budget: int,
     ) -> Calibration:
         result.report.correction = calibration.correction
-        return calibration.sending(result.report.tokens_after + reserved)
+        digests = prefix_digests(seed, result.messages)
+        tokens = result.report.tokens_after + reserved
+        return calibration.sending(tokens, digests=digests, budget=budget)
 
     # -- AgentMiddleware ---------------------------------------------------------------
 
@@ -341,8 +384,17 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         token = counting_model(request.model) if self._counts_with_model else None
         try:
             messages, args, reserved = self._compress_args(request, calibration)
+            seed = request_seed(request.system_message, request.tools)
             result = compress_traced(self.pipeline, messages, **args)
-            sent = self._sent(result, reserved, calibration)
+            for attempt in range(2, FIT_ATTEMPTS + 1):
+                again = self._refit(
+                    request, calibration, result, args, seed, attempt == FIT_ATTEMPTS
+                )
+                if again is None:
+                    break
+                args = again
+                result = compress_traced(self.pipeline, messages, **args)
+            sent = self._sent(result, reserved, calibration, seed, args["threshold"])
             emit(result.report)
             try:
                 response = handler(self._request(request, messages, result))
@@ -354,7 +406,7 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
                 if result.carried_summary is not None:  # the summary is not paid for twice
                     args["carried_summary"] = result.carried_summary
                 result = compress_traced(self.pipeline, messages, **args)
-                sent = self._sent(result, reserved, tighter)
+                sent = self._sent(result, reserved, tighter, seed, args["threshold"])
                 emit(result.report)
                 response = handler(self._request(request, messages, result))
         finally:
@@ -373,8 +425,17 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         token = counting_model(request.model) if self._counts_with_model else None
         try:
             messages, args, reserved = self._compress_args(request, calibration)
+            seed = request_seed(request.system_message, request.tools)
             result = await acompress_traced(self.pipeline, messages, **args)
-            sent = self._sent(result, reserved, calibration)
+            for attempt in range(2, FIT_ATTEMPTS + 1):
+                again = self._refit(
+                    request, calibration, result, args, seed, attempt == FIT_ATTEMPTS
+                )
+                if again is None:
+                    break
+                args = again
+                result = await acompress_traced(self.pipeline, messages, **args)
+            sent = self._sent(result, reserved, calibration, seed, args["threshold"])
             emit(result.report)
             try:
                 response = await handler(self._request(request, messages, result))
@@ -386,7 +447,7 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
                 if result.carried_summary is not None:  # the summary is not paid for twice
                     args["carried_summary"] = result.carried_summary
                 result = await acompress_traced(self.pipeline, messages, **args)
-                sent = self._sent(result, reserved, tighter)
+                sent = self._sent(result, reserved, tighter, seed, args["threshold"])
                 emit(result.report)
                 response = await handler(self._request(request, messages, result))
         finally:

@@ -15,6 +15,8 @@ each turn to the next as the LangGraph hook does.
 
 from __future__ import annotations
 
+import base64
+import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -303,3 +305,81 @@ def tool_description_edits(draw: st.DrawFn) -> ToolEdits:
             step.append(ToolEdit(kind, index, draw(texts(1, DESCRIPTION_CHARS))))
         steps.append(step)
     return ToolEdits(tools, steps)
+
+
+# -- runs of mixed content, for the reported-usage properties ------------------------------
+
+PROSE = (
+    "Please summarize the following information in a concise way so that everyone "
+    "understands what happened yesterday. "
+)
+CODE = "def handle(request):\n    if not request.ok:\n        raise ValueError(request.path)\n"
+CJK = "数据服务的夜间任务写入了新的记录并且检查了磁盘空间。上下文管道保留任务和最近的消息。"
+
+
+@st.composite
+def mixed_texts(draw: st.DrawFn, high: int = 4_000) -> str:
+    """Text of one kind a real agent sees: prose, code, CJK, hex, base64 or JSON."""
+    size = draw(st.integers(1, high))
+    kind = draw(st.sampled_from(["prose", "code", "cjk", "hex", "base64", "base64", "json"]))
+    noise = draw(st.randoms(use_true_random=False))
+    if kind == "hex":
+        return noise.randbytes(size // 2 + 1).hex()[:size]
+    if kind == "base64":
+        return base64.b64encode(noise.randbytes(size * 3 // 4 + 1)).decode()[:size]
+    if kind == "json":
+        rows = [
+            {"id": noise.getrandbits(40), "sha": noise.randbytes(8).hex()}
+            for _ in range(size // 40 + 1)
+        ]
+        return json.dumps(rows)[:size]
+    unit = {"prose": PROSE, "code": CODE, "cjk": CJK}[kind]
+    return text_of([unit], size // (3 if kind == "cjk" else 1))
+
+
+@dataclass
+class UsageRun:
+    """A run of tool turns over mixed content, and the middleware's settings."""
+
+    task: str
+    turns: list[Turn]
+    settings: dict[str, Any]
+
+
+@st.composite
+def usage_runs(draw: st.DrawFn) -> UsageRun:
+    """An English task, then tool turns whose outputs mix every kind, with edits in place."""
+    serial = iter(range(100_000))
+    threshold = draw(st.integers(1_500, 8_000))
+    turns: list[Turn] = []
+    count = 1
+    for _ in range(draw(st.integers(3, 12))):
+        turn = Turn([])
+        calls = [
+            {
+                "name": "read_file",
+                "args": {"path": f"data/{next(serial)}.bin"},
+                "id": f"c{next(serial)}",
+                "type": "tool_call",
+            }
+            for _ in range(draw(st.integers(1, 2)))
+        ]
+        turn.messages.append(AIMessage(draw(mixed_texts(300)), tool_calls=calls))
+        turn.messages += [
+            ToolMessage(draw(mixed_texts(threshold * 3 // 2)), tool_call_id=c["id"]) for c in calls
+        ]
+        if count > 1 and draw(st.integers(0, 4)) == 0:  # an earlier message edited in place
+            turn.edits = [
+                draw(st.sampled_from([redact, change_args]))(draw(st.integers(1, count - 1)))
+            ]
+        count += len(turn.messages)
+        turns.append(turn)
+    settings = {
+        "threshold": threshold,
+        "head_count": draw(st.integers(1, 3)),
+        "model": draw(st.sampled_from([None, DIGEST])),
+    }
+    # English first, as long as half the window or more: the estimate counts it
+    # high, and a correction learned from it must not carry to the dense output.
+    task = "Task: " + text_of([PROSE], draw(st.integers(threshold // 4, 3 * threshold)))
+    return UsageRun(task, turns, settings)

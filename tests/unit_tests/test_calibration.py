@@ -3,10 +3,14 @@
 
 from __future__ import annotations
 
+import asyncio
+import base64
 import json
 import logging
+import random
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from copy import deepcopy
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +29,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.prebuilt import create_react_agent
 from pydantic import Field, PrivateAttr
+from strategies_loop import UsageRun, usage_runs
 
 from langchain_context_pipeline import DIGEST
 from langchain_context_pipeline._overflow import overflow_of
@@ -35,6 +40,7 @@ from langchain_context_pipeline.calibration import (
     MIN_CORRECTION,
     SAFETY_MARGIN,
     Calibration,
+    prefix_digests,
 )
 from langchain_context_pipeline.langgraph import ContextPipelineHook, create_pre_model_hook
 from langchain_context_pipeline.middleware import ContextPipelineMiddleware
@@ -585,8 +591,11 @@ def test_hook_calibration_lives_in_graph_state_and_survives_a_restart(tmp_path: 
     assert len(corrections) == 31 + 31
     # The first call after the restart learned from the reply before it, as it would have
     # without the restart, and every call of the resumed run fits the window.
-    before = [t for m, t in first.requests][-1] / counted(hook, first.requests[-1][0])
-    assert corrections[31] == pytest.approx(before, rel=0.05)
+    last_reply = resumed["messages"][-1]
+    assert isinstance(last_reply, AIMessage) and last_reply.usage_metadata
+    expected, ignored = stored.observe(last_reply, hook.agent)
+    assert ignored is None and expected.samples == stored.samples + 1
+    assert corrections[31] == pytest.approx(expected.correction)
     assert all(tokens <= WINDOW for _, tokens in model.requests)
     # Control: the same hook on the same state without the stored calibration sends
     # far more than the window.
@@ -617,3 +626,234 @@ def test_a_correction_that_budgets_a_call_under_the_tail_budget_shrinks_the_tail
         hook = create_pre_model_hook(threshold=8000, tail_budget=3000)
         update = hook.invoke({"messages": messages, CALIBRATION_STATE_KEY: calibration})
         assert hook.pipeline.token_counter(update["llm_input_messages"]) <= 8000 / MAX_CORRECTION
+
+
+# -- reported usage plus an estimate of what changed --------------------------------------
+
+MIXED_THRESHOLD = 2_500
+ENGLISH_TASK = (
+    "Please summarize the following information in a concise way so that everyone "
+    "understands what happened yesterday, comparing the four data files the service "
+    "wrote overnight. "
+) * 40
+
+
+def mixed_output(kind: str, step: int) -> str:
+    """Tool output the content-aware estimate counts close to cl100k (dense, not prose)."""
+    draw = random.Random(step)
+    if kind == "hex":
+        return draw.randbytes(200).hex()
+    if kind == "cjk":
+        return f"第{step}号服务在夜间任务中写入了数据，上下文管道保留任务和最近的消息。" * 8
+    if kind == "base64":
+        return base64.b64encode(draw.randbytes(1080)).decode()
+    rows = [{"id": draw.getrandbits(40), "token": draw.randbytes(12).hex()} for _ in range(8)]
+    return json.dumps({"rows": rows, "step": step})
+
+
+KINDS = ("base64", "hex", "base64", "cjk", "base64", "json")
+
+
+@tool
+def read_data(name: str) -> str:
+    """Read one of the service's data files."""
+    kind, _, step = name.partition("-")
+    return mixed_output(kind, int(step))
+
+
+class ChatMixedUsage(ReplyingChatModel):
+    """Reads a data file of each kind in turn, reporting every request's true cl100k count."""
+
+    llm_type = "mixed-usage"
+    model_name: str = "stub-cl100k"
+    steps: int = 40
+    reported: list[int] = Field(default_factory=list)
+
+    def _reply(self, messages: list[BaseMessage], call: Call) -> AIMessage:
+        tokens = true_tokens(messages) + schema_tokens(call.kwargs.get("tools") or [])
+        self.reported.append(tokens)
+        step = len(self.reported) - 1
+        if step >= self.steps:
+            reply = AIMessage("The files changed; the job ran out of disk.")
+        else:
+            name = f"{KINDS[step % len(KINDS)]}-{step}"
+            reply = AIMessage(
+                f"Reading {name}.",
+                tool_calls=[{"name": "read_data", "args": {"name": name}, "id": f"r{step}"}],
+            )
+        reply.response_metadata = {"model_provider": "mixedusage", "model_name": self.model_name}
+        reply.usage_metadata = {"input_tokens": tokens, "output_tokens": 8, "total_tokens": tokens}
+        return reply
+
+
+def mixed_agent(model: ChatMixedUsage) -> Any:
+    from langchain.agents import create_agent
+
+    middleware = ContextPipelineMiddleware(threshold=MIXED_THRESHOLD, model=DIGEST)
+    return create_agent(
+        model, [read_data], system_prompt="You are a careful assistant.", middleware=[middleware]
+    )
+
+
+def assert_mixed_run(model: ChatMixedUsage) -> None:
+    assert len(model.reported) == model.steps + 1
+    # The English task made the estimate look high: the budget must not carry that
+    # over to the dense output that follows.
+    assert max(model.reported) > MIXED_THRESHOLD * 0.6  # the window was used
+    for n, tokens in enumerate(model.reported, start=1):
+        assert tokens <= MIXED_THRESHOLD, f"call {n}: {tokens} reported > {MIXED_THRESHOLD}"
+
+
+def test_create_agent_never_sends_more_than_the_threshold_by_the_providers_count() -> None:
+    model = ChatMixedUsage()
+    mixed_agent(model).invoke({"messages": [HumanMessage(ENGLISH_TASK)]}, {"recursion_limit": 200})
+    assert_mixed_run(model)
+
+
+async def test_async_create_agent_never_sends_more_than_the_threshold() -> None:
+    model = ChatMixedUsage()
+    await mixed_agent(model).ainvoke(
+        {"messages": [HumanMessage(ENGLISH_TASK)]}, {"recursion_limit": 200}
+    )
+    assert_mixed_run(model)
+
+
+class TrueUsage:
+    """A provider stub: every reply reports the request's true cl100k count.
+
+    It spies on the middleware's pipeline too, to know whether the request it is
+    sent is the smallest valid one (over by the pipeline's own count, with a warning).
+    """
+
+    def __init__(self, mw: ContextPipelineMiddleware) -> None:
+        self.sent: list[tuple[int, int]] = []  # (true tokens, tokens over budget)
+        self.over = 0
+        compress, acompress = mw.pipeline.compress, mw.pipeline.acompress
+
+        def spy(*args: Any, **kwargs: Any) -> Any:
+            result = compress(*args, **kwargs)
+            self.over = result.report.over_budget
+            return result
+
+        async def aspy(*args: Any, **kwargs: Any) -> Any:
+            result = await acompress(*args, **kwargs)
+            self.over = result.report.over_budget
+            return result
+
+        mw.pipeline.compress = spy  # type: ignore[method-assign]
+        mw.pipeline.acompress = aspy  # type: ignore[method-assign]
+
+    def __call__(self, request: ModelRequest[Any]) -> ModelResponse[Any]:
+        sent = [request.system_message, *request.messages] if request.system_message else []
+        tokens = true_tokens(sent)  # type: ignore[arg-type]
+        self.sent.append((tokens, self.over))
+        reply = AIMessage("ok", response_metadata={"model_name": "fake"})
+        reply.usage_metadata = {"input_tokens": tokens, "output_tokens": 1, "total_tokens": tokens}
+        return ModelResponse(result=[reply])
+
+
+def usage_turns(run: UsageRun) -> Iterator[list[BaseMessage]]:
+    """The history before each model call: the task, then each turn's messages added."""
+    history: list[BaseMessage] = [HumanMessage(run.task)]
+    yield history
+    for turn in run.turns:
+        for edit in turn.edits:
+            edit(history)
+        history = [*history, *turn.messages]
+        yield history
+
+
+def assert_within_threshold(run: UsageRun, stub: TrueUsage) -> None:
+    threshold = run.settings["threshold"]
+    for n, (tokens, over) in enumerate(stub.sent, start=1):
+        # Over budget only when the must-keep part alone exceeds it: the middleware
+        # then sends the smallest valid request, with a warning.
+        if not over:
+            assert tokens <= threshold, f"call {n}: {tokens} true tokens > {threshold}"
+
+
+@given(usage_runs())
+def test_reported_usage_never_lets_a_request_past_the_threshold(run: UsageRun) -> None:
+    run = deepcopy(run)
+    mw = ContextPipelineMiddleware(**run.settings)
+    stub, state = TrueUsage(mw), {}
+    for history in usage_turns(run):
+        record(mw.wrap_model_call(request(history, state), stub), state)
+    assert_within_threshold(run, stub)
+
+
+@given(usage_runs())
+def test_async_reported_usage_never_lets_a_request_past_the_threshold(run: UsageRun) -> None:
+    run = deepcopy(run)
+    mw = ContextPipelineMiddleware(**run.settings)
+    stub, state = TrueUsage(mw), {}
+
+    async def handler(r: ModelRequest[Any]) -> ModelResponse[Any]:
+        return stub(r)
+
+    async def drive() -> None:
+        for history in usage_turns(run):
+            record(await mw.awrap_model_call(request(history, state), handler), state)
+
+    asyncio.run(drive())
+    assert_within_threshold(run, stub)
+
+
+@react_agent_warning
+def test_hook_never_sends_more_than_the_threshold_by_the_providers_count() -> None:
+    model = ChatMixedUsage()
+    prompt = "You are a careful assistant."
+    hook = create_pre_model_hook(
+        threshold=MIXED_THRESHOLD,
+        model=DIGEST,
+        agent_model=model,
+        system_prompt=prompt,
+        tools=[read_data],
+    )
+    agent = create_react_agent(model, [read_data], prompt=prompt, pre_model_hook=hook)
+    agent.invoke({"messages": [HumanMessage(ENGLISH_TASK)]}, {"recursion_limit": 200})
+    assert_mixed_run(model)
+
+
+def test_a_counted_prefix_is_budgeted_at_its_count_and_the_rest_at_the_estimate() -> None:
+    messages: list[BaseMessage] = [HumanMessage("task " * 50), AIMessage("ok " * 30)]
+    digests = prefix_digests("seed", messages)
+    # The provider counted the first message at 40 where the counter said 70.
+    record = Calibration(correction=0.6, counted=((1, digests[1], 70, 40),))
+    assert record.fitting_budget(1_000, digests) == 70 + (1_000 - 40)
+    assert record.first_budget(1_000) == 1_030
+    # The output no longer repeats it (compaction replaced it): no credit, and a
+    # correction below 1 never enlarges what the provider did not count.
+    other = prefix_digests("seed", [HumanMessage("summary"), *messages[1:]])
+    assert record.fitting_budget(1_000, other) == record.budget(1_000) == 1_000
+    assert record.refit(1_000, 1_030, 1_010, other) == 1_000
+    assert record.refit(1_000, 1_030, 1_010, digests) is None
+    # Another system prompt or tools: another seed, no prefix trusted.
+    assert record.fitting_budget(1_000, prefix_digests("other", messages)) == 1_000
+    # A counter measured low still scales up what the provider never saw.
+    low = Calibration(correction=2.0, counted=((1, digests[1], 70, 140),))
+    assert low.fitting_budget(1_000, digests) == 70 + (1_000 - 140) // 2
+    assert low.budget(1_000) == 500
+
+
+def test_an_edit_in_place_breaks_the_prefix_from_the_edited_message_on() -> None:
+    call = {"name": "read_file", "args": {"path": "a.py"}, "id": "c1", "type": "tool_call"}
+    messages: list[BaseMessage] = [
+        HumanMessage("task"),
+        AIMessage("", tool_calls=[call]),
+        ToolMessage("data", tool_call_id="c1"),
+    ]
+    before = prefix_digests("seed", messages)
+    edited = deepcopy(messages)
+    edited[1].tool_calls[0]["args"]["path"] = "b.py"  # type: ignore[attr-defined]
+    after = prefix_digests("seed", edited)
+    assert before[:2] == after[:2] and before[2] != after[2] and before[3] != after[3]
+    odd = [AIMessage("", tool_calls=[{**call, "args": {"k": {1: {2, 3}, "a": b"x"}}}])]
+    assert prefix_digests("seed", odd) == prefix_digests("seed", deepcopy(odd))
+
+
+def test_the_record_round_trips_through_state_and_drops_malformed_entries() -> None:
+    record = Calibration(0.8, 10, "m1", 2, (3, "abc"), ((1, "x", 5, 4),), 900)
+    assert Calibration.from_state(record.to_dict()) == record
+    broken = {**record.to_dict(), "counted": [[1, "x", -5, 4], "junk", [1, 2, 3, 4]]}
+    assert Calibration.from_state(broken).counted == ()

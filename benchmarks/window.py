@@ -1,0 +1,363 @@
+"""What the model gets of its window: fill in real tokens, next-step retention, usage runs.
+
+- **Window fill**: at every request whose history is over the window (by cl100k_base,
+  as the real-token counter counts a request), the request's cl100k size as a share
+  of the window; its mean and 10th percentile per strategy.
+- **Next-step retention**: the identifiers (paths, file names, snake_case and
+  CamelCase names, dotted names, numbers of two digits or more) in the agent's real
+  next message (its text and tool-call arguments) that occur in the history it was
+  sent, and the share of them still in the request. What the agent used next is
+  what it needed; a request that lost it made the agent guess or read it again.
+- **Usage runs**: the middleware (``ContextPipelineMiddleware.wrap_model_call``,
+  its state carried) driven with replies whose ``usage_metadata["input_tokens"]``
+  is the request's true count by one tokenizer (cl100k_base; Qwen 3 for one run),
+  as a provider reports it in its own tokens. Such a run is held to that tokenizer:
+  a request that fills a cl100k provider's window is not meant to fit Qwen 3's.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from langchain.agents.middleware.types import ExtendedModelResponse, ModelRequest, ModelResponse
+from langchain_core.messages import AIMessage, BaseMessage
+
+from benchmarks.fake import FakeSummarizer
+from benchmarks.metrics import _strings, fingerprint
+from benchmarks.real_tokens import REPLY_PRIMING, load_tokenizers
+from benchmarks.strategies import Strategy, _split_system
+from langchain_context_pipeline.middleware import ContextPipelineMiddleware
+from langchain_context_pipeline.tokens import MESSAGE_OVERHEAD_TOKENS, countable_parts
+
+IDENTIFIER = re.compile(
+    r"(?:[\w.-]*/)+[\w.-]+"  # paths
+    r"|\b\w+\.[A-Za-z]\w{0,7}\b"  # file names and dotted names
+    r"|\b[a-z]+(?:_[a-z0-9]+)+\b"  # snake_case
+    r"|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]*)+\b|\b[a-z]+(?:[A-Z][a-z0-9]*)+\b"  # CamelCase
+    r"|\b\d{2,}(?:\.\d+)?\b"  # numbers
+)
+"""What next-step retention looks for in the agent's next message."""
+
+
+def identifiers(message: BaseMessage) -> set[str]:
+    """The identifiers of a message's text and tool-call arguments."""
+    parts = (
+        [message.content] if isinstance(message.content, str) else list(_strings(message.content))
+    )
+    if isinstance(message, AIMessage):
+        for call in message.tool_calls:
+            parts += list(_strings(call.get("args")))
+    return {m for text in parts for m in IDENTIFIER.findall(text) if len(m) >= 3}
+
+
+def next_step(next_message: BaseMessage, history_hay: str, request_hay: str) -> tuple[int, int]:
+    """Return (kept, total): identifiers of the next message in the request, in the history."""
+    used = [i for i in identifiers(next_message) if i in history_hay]
+    return sum(1 for i in used if i in request_hay), len(used)
+
+
+class TrueCount:
+    """A request's true count by one tokenizer, as ``benchmarks.real_tokens`` counts it."""
+
+    _cache: ClassVar[dict[tuple[str, Any], int]] = {}
+    _counters: ClassVar[dict[str, Any]] = {}
+
+    @classmethod
+    def count(cls, messages: Sequence[BaseMessage], name: str = "cl100k_base") -> int:
+        counter = cls._counters.get(name)
+        if counter is None:
+            counter = cls._counters[name] = load_tokenizers([name])[name]
+        total = REPLY_PRIMING
+        for message in messages:
+            key = (name, fingerprint(message))
+            n = cls._cache.get(key)
+            if n is None:
+                texts, fixed = countable_parts(message)
+                n = sum(counter(t) for t in texts) + fixed + MESSAGE_OVERHEAD_TOKENS
+                cls._cache[key] = n
+            total += n
+        return total
+
+
+class _MiddlewareUsage(Strategy):
+    """The middleware with its state carried, its model reporting true cl100k usage."""
+
+    ours = True
+    summarizer = True
+    reports_in = "cl100k_base"
+    """The tokenizer the stub provider reports usage in (and the run is held to)."""
+
+    def __init__(self, window: int, fake: FakeSummarizer) -> None:
+        super().__init__(window, fake)
+        self.middleware = ContextPipelineMiddleware(
+            threshold=window,
+            tail_budget=self.tail,
+            model=fake if self.summarizer else None,
+            recall_tool=False,
+        )
+        self.state: dict[str, Any] = {}
+        self.captured: list[BaseMessage] = []
+
+    def start(self) -> None:
+        super().start()
+        self.state = {}
+
+    def _handler(self, request: ModelRequest[Any]) -> ModelResponse[Any]:
+        system = [request.system_message] if request.system_message is not None else []
+        self.captured = [*system, *request.messages]
+        tokens = TrueCount.count(self.captured, self.reports_in)
+        reply = AIMessage("", response_metadata={"model_name": "replay"})
+        reply.usage_metadata = {"input_tokens": tokens, "output_tokens": 0, "total_tokens": tokens}
+        return ModelResponse(result=[reply])
+
+    def step(self, history: list[BaseMessage], new: list[BaseMessage]) -> list[BaseMessage]:
+        system, rest = _split_system(history)
+        request = ModelRequest(
+            model=self.fake,
+            messages=list(rest),
+            system_message=system,
+            state={"messages": list(rest), **self.state},  # type: ignore[typeddict-item]
+        )
+        out = self._timed(lambda: self.middleware.wrap_model_call(request, self._handler))
+        if isinstance(out, ExtendedModelResponse) and out.command is not None:
+            update = out.command.update
+            if isinstance(update, dict):
+                if update.get("context_pipeline_summary") is not None:
+                    self.summaries += 1
+                self.state.update(update)
+        return self.captured
+
+    def describe(self) -> str:
+        model = "fake" if self.summarizer else "None"
+        return (
+            f"`ContextPipelineMiddleware(threshold={self.window}, tail_budget={self.tail}, "
+            f"model={model})`.wrap_model_call, its state carried; every reply reports the "
+            f"request's true {self.reports_in} count in `usage_metadata['input_tokens']`"
+        )
+
+
+class OursCondenseUsage(_MiddlewareUsage):
+    key = "ours_condense_usage"
+    label = "ours: prune + condense, usage reported (cl100k)"
+    summarises = True
+
+
+class OursDefaultUsage(_MiddlewareUsage):
+    key = "ours_default_usage"
+    label = "ours: default, usage reported (cl100k)"
+    summarizer = False
+
+
+class OursDefaultUsageQwen3(OursDefaultUsage):
+    key = "ours_default_usage_qwen3"
+    label = "ours: default, usage reported in Qwen 3 tokens"
+    reports_in = "qwen3"
+
+
+USAGE_STRATEGIES: tuple[type[Strategy], ...] = (
+    OursCondenseUsage,
+    OursDefaultUsage,
+    OursDefaultUsageQwen3,
+)
+"""The usage-reporting runs of the middleware."""
+
+
+LOW_WATER_GRID = (0.5, 0.7, 0.85, 0.95, 1.0)
+"""The ``low_water`` values the full run replays the default pipeline and the hook path at."""
+
+
+def low_water_strategies(values: Sequence[float] = LOW_WATER_GRID) -> list[type[Strategy]]:
+    """The default pipeline and the hook path (prune + condense) at each ``low_water``."""
+    from benchmarks.strategies import OursCondense, OursDefault
+    from langchain_context_pipeline import ContextPipeline
+
+    out: list[type[Strategy]] = []
+    for base in (OursDefault, OursCondense):
+        for value in values:
+
+            def build(
+                self: Any, value: float = value, condense: bool = base is OursCondense
+            ) -> Any:
+                model = self.fake if condense else None
+                return ContextPipeline(
+                    threshold=self.window, tail_budget=self.tail, model=model, low_water=value
+                )
+
+            attributes = {
+                "key": f"{base.key}@{value:g}",
+                "label": f"{base.label}, low_water={value:g}",
+                "_build": build,
+                "low_water": value,
+                "base_key": base.key,
+            }
+            out.append(type(base.__name__ + "LowWater", (base,), attributes))
+    return out
+
+
+# -- targets and report (issue "Use the window it is given") ------------------------------
+
+FILL_WITH_USAGE = 0.85
+FILL_WITHOUT_USAGE = 0.65
+NEXT_STEP = {"32000": 0.95, "16000": 0.92}
+HELD = {
+    "ours_default": "ours_default_usage",
+    "ours_condense": "ours_condense_usage",
+}
+"""Each plain configuration held to the fill targets, and its usage-reporting run."""
+
+
+def _pct(x: float | None) -> str:
+    return "n/a" if x is None else f"{100 * x:.1f}%"
+
+
+def window_targets(out: dict[str, Any]) -> list[dict[str, Any]]:
+    """Rows for the window targets: fill with and without usage, next-step retention."""
+    from benchmarks.targets import _row
+
+    rows: list[dict[str, Any]] = []
+    config = out["config"]["strategies"]
+    for window, data in out["windows"].items():
+        label = f"{int(window) // 1000}k"
+        totals = data["totals"]
+        for plain, usage in HELD.items():
+            for key, need in ((plain, FILL_WITHOUT_USAGE), (usage, FILL_WITH_USAGE)):
+                if key not in totals:
+                    continue
+                fill = totals[key]["fill"]["mean"]
+                rows.append(
+                    _row(
+                        "window fill (cl100k) at the turns over the window",
+                        label,
+                        config[key]["label"],
+                        _pct(fill),
+                        f">= {_pct(need)}",
+                        fill is not None and fill >= need,
+                        f"p10 {_pct(totals[key]['fill']['p10'])}",
+                    )
+                )
+            held_to = config.get(usage, {}).get("reports_in")
+            if usage in totals and held_to:
+                over = (totals[usage].get("real_tokens") or {}).get("overflows", {}).get(held_to)
+                if over is not None:
+                    rows.append(
+                        _row(
+                            "0 overflows with usage reported (by the reported tokenizer)",
+                            label,
+                            config[usage]["label"],
+                            str(over),
+                            "0",
+                            over == 0,
+                            held_to,
+                        )
+                    )
+            bar = NEXT_STEP.get(window)
+            share = totals[plain]["next_step"]["share"] if plain in totals else None
+            if bar is not None and share is not None:
+                rows.append(
+                    _row(
+                        "next-step retention",
+                        label,
+                        config[plain]["label"],
+                        _pct(share),
+                        f">= {_pct(bar)}",
+                        share >= bar,
+                        "SummarizationMiddleware "
+                        + _pct(
+                            totals.get("lc_summarization", {}).get("next_step", {}).get("share")
+                        ),
+                    )
+                )
+    return rows
+
+
+def window_markdown(out: dict[str, Any]) -> list[str]:
+    """Window fill and next-step retention of every strategy, per window."""
+    config = out["config"]["strategies"]
+    lines = [
+        "At the requests whose history is over the window (by cl100k_base): the request's "
+        "cl100k size as a share of the window (mean and 10th percentile). Next-step "
+        "retention: of the identifiers (paths, file names, snake_case / CamelCase / dotted "
+        "names, numbers) in the agent's real next message that occur in its history, the "
+        "share still in the request. The `usage reported` runs are the middleware whose "
+        "model reports each request's true count (cl100k, or Qwen 3 where named) as "
+        "`input_tokens`; each is held to the tokenizer it reports in (its other "
+        "real-overflow columns show what a request that fills a cl100k provider's window "
+        "costs by another tokenizer, which no provider of that tokenizer would be sent).",
+        "",
+    ]
+    for window, data in out["windows"].items():
+        rows = []
+        for key, t in data["totals"].items():
+            fill = t.get("fill") or {}
+            nxt = t.get("next_step") or {}
+            real = (t.get("real_tokens") or {}).get("overflows") or {}
+            rows.append(
+                [
+                    config[key]["label"],
+                    _pct(fill.get("mean")),
+                    _pct(fill.get("p10")),
+                    str(fill.get("samples", 0)),
+                    _pct(nxt.get("share")),
+                    " / ".join(str(n) for n in real.values()) or "n/a",
+                ]
+            )
+        header = [
+            "strategy",
+            "fill mean",
+            "fill p10",
+            "requests over",
+            "next-step retention",
+            "real overflows ("
+            + " / ".join(
+                next(iter(data["totals"].values())).get("real_tokens", {}).get("overflows", {})
+            )
+            + ")",
+        ]
+        lines += [f"**{int(window) // 1000}k**", ""]
+        lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(r) + " |" for r in rows]
+        lines.append("")
+    return lines
+
+
+def low_water_markdown(out: dict[str, Any]) -> list[str]:
+    """The ``low_water`` grid: cost, cached share, retention and fill of each point."""
+    grid = out.get("low_water")
+    if not grid:
+        return ["Not run (quick mode).", ""]
+    lines: list[str] = []
+    for window, points in grid.items():
+        header = [
+            "configuration",
+            "low_water",
+            "cost vs none",
+            "cached",
+            "tool-arg retention",
+            "next-step retention",
+            "fill mean",
+            "worst transcript (cost vs none)",
+        ]
+        lines += [f"**{int(window) // 1000}k**", ""]
+        lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        for t in points.values():
+            worst = t.get("worst") or {}
+            lines.append(
+                "| "
+                + " | ".join(
+                    [
+                        str(t["base"]),
+                        f"{t['low_water']:g}",
+                        _pct(t["cost_share"]),
+                        _pct(t["cached_share"]),
+                        _pct(t["retention"]["args"]),
+                        _pct(t["next_step"]["share"]),
+                        _pct(t["fill"]["mean"]),
+                        f"{worst.get('transcript')} ({_pct(worst.get('cost_share'))})",
+                    ]
+                )
+                + " |"
+            )
+        lines.append("")
+    return lines
