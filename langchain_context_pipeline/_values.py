@@ -34,7 +34,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-__all__ = ["STORE_DEPTH", "dumps", "entries", "jsonable", "snapshot"]
+__all__ = ["STORE_DEPTH", "dumps", "entries", "jsonable", "key_text", "snapshot"]
 
 STORE_DEPTH = 200
 """Containers nested deeper than this in a value written to a store become their JSON text.
