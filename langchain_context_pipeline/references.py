@@ -31,6 +31,7 @@ __all__ = [
     "find_refs",
     "format_ref",
     "message_ref",
+    "own_span",
     "parse_ref",
     "render_message",
     "resolve",
@@ -79,15 +80,22 @@ def span_bounds(message: BaseMessage, ref: str | None = None) -> tuple[str, str]
     A summary or removal note the pipeline wrote stands for the span it names in
     its mark; any other message stands for itself (``ref``, when already known).
     """
-    if pipeline_kind(message) in ("summary", "note"):
-        meta = message.response_metadata.get(METADATA_KEY)
-        span = meta.get("span") if isinstance(meta, dict) else None
-        if isinstance(span, str):
-            parsed = parse_ref(span)
-            if parsed is not None:
-                return parsed[0], parsed[1] or parsed[0]
+    span = own_span(message)
+    if span is not None:
+        parsed = parse_ref(span)
+        if parsed is not None:
+            return parsed[0], parsed[1] or parsed[0]
     ref = ref or message_ref(message)
     return ref, ref
+
+
+def own_span(message: BaseMessage) -> str | None:
+    """Return the span a summary or removal note the pipeline wrote names in its mark."""
+    if pipeline_kind(message) not in ("summary", "note"):
+        return None
+    meta = message.response_metadata.get(METADATA_KEY)
+    span = meta.get("span") if isinstance(meta, dict) else None
+    return span if isinstance(span, str) else None
 
 
 def span_ref(messages: Sequence[BaseMessage]) -> str:
