@@ -48,6 +48,7 @@ _SKIPPED_KEYS = frozenset({"type", "cache_control", "index", "citations", "extra
 # results and reasoning (thinking text and signature, redacted data, encrypted
 # content) are counted by every value they send.
 
+
 def _listed_call_ids(message: BaseMessage) -> frozenset[str]:
     """Return the ids of the calls counted from ``tool_calls``/``invalid_tool_calls``."""
     if not isinstance(message, AIMessage):
