@@ -17,6 +17,7 @@ from langchain_core.messages import (
 )
 
 from langchain_context_pipeline._trim import cut_json, cut_middle
+from langchain_context_pipeline._values import jsonable
 from langchain_context_pipeline.tokens import message_text
 
 DEFAULT_INSTRUCTIONS = """\
@@ -47,7 +48,9 @@ def _capped(message: BaseMessage) -> BaseMessage:
     if short != text or not isinstance(message.content, str):
         update["content"] = short
     if isinstance(message, AIMessage) and (message.tool_calls or message.invalid_tool_calls):
-        update["tool_calls"] = [{**c, "args": cut_json(c["args"], 300)} for c in message.tool_calls]
+        # JSON-safe (sets, bytes, tuple keys...): the XML form writes them with json.dumps.
+        args = [jsonable(cut_json(c["args"], 300)) for c in message.tool_calls]
+        update["tool_calls"] = [{**c, "args": a} for c, a in zip(message.tool_calls, args, strict=True)]
         update["invalid_tool_calls"] = []
     return message.model_copy(update=update) if update else message
 
