@@ -50,7 +50,9 @@ def _capped(message: BaseMessage) -> BaseMessage:
     if isinstance(message, AIMessage) and (message.tool_calls or message.invalid_tool_calls):
         # JSON-safe (sets, bytes, tuple keys...): the XML form writes them with json.dumps.
         args = [jsonable(cut_json(c["args"], 300)) for c in message.tool_calls]
-        update["tool_calls"] = [{**c, "args": a} for c, a in zip(message.tool_calls, args, strict=True)]
+        update["tool_calls"] = [
+            {**c, "args": a} for c, a in zip(message.tool_calls, args, strict=True)
+        ]
         update["invalid_tool_calls"] = []
     return message.model_copy(update=update) if update else message
 

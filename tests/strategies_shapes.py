@@ -26,7 +26,6 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
-
 from pydantic import BaseModel
 
 from langchain_context_pipeline import DIGEST, ContextPipeline
@@ -98,25 +97,33 @@ def _nest(value: Any, depth: int) -> Any:
 def python_values(draw: st.DrawFn, max_depth: int = 600) -> Any:
     """One arbitrary Python value: sets, bytes, datetimes, non-string keys, objects, depth."""
     strings = texts(0, 400)
-    leaves = st.one_of(strings, _SCALARS)
-    value = draw(
-        st.recursive(
-            leaves,
-            lambda inner: st.one_of(
-                st.lists(inner, max_size=4),
-                st.lists(inner, max_size=3).map(tuple),
-                st.dictionaries(_KEYS, inner, max_size=4),
-                st.sets(strings | st.integers(), max_size=4),
-                st.frozensets(st.integers(), max_size=3),
-                st.builds(Record, strings, st.sets(strings, max_size=3), st.lists(inner, max_size=2)),
-                st.builds(Options, mode=strings, tags=st.sets(strings, max_size=3)),
-            ),
-            max_leaves=8,
-        )
-    )
+
+    def tags(n: int) -> set[Any]:
+        return {draw(strings) if draw(st.booleans()) else draw(st.integers()) for _ in range(n)}
+
+    def value(level: int) -> Any:
+        kind = draw(st.integers(0, 7 if level < 3 else 0))
+        if kind == 0:
+            return draw(st.one_of(strings, _SCALARS))
+        n = draw(st.integers(0, 3))
+        if kind == 1:
+            return [value(level + 1) for _ in range(n)]
+        if kind == 2:
+            return tuple(value(level + 1) for _ in range(n))
+        if kind == 3:
+            return {draw(_KEYS): value(level + 1) for _ in range(n)}
+        if kind == 4:
+            return tags(n)
+        if kind == 5:
+            return frozenset(draw(st.integers(-9, 9)) for _ in range(n))
+        if kind == 6:
+            return Record(draw(strings), {draw(strings) for _ in range(n)}, [value(level + 1)])
+        return Options(mode=draw(strings), tags={draw(strings) for _ in range(n)})
+
+    out = value(0)
     if draw(st.integers(0, 4)) == 0:
-        value = _nest(value, draw(st.integers(1, max_depth)))
-    return value
+        out = _nest(out, draw(st.integers(1, max_depth)))
+    return out
 
 
 @st.composite
