@@ -16,11 +16,14 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 from langgraph.store.memory import InMemoryStore
 from pydantic import BaseModel
+from strategies_shapes import python_values
 
 from langchain_context_pipeline import ContextPipeline, Pruner, estimate_tokens, references
 from langchain_context_pipeline import _archive as archive
@@ -281,3 +284,34 @@ def test_a_json_safe_copy_keeps_every_entry() -> None:
     value = {1: "int", "1": "str", (1,): {2, 1}, "f": float("nan"), "n": 10**30}
     copy = jsonable(value)
     assert copy == {"1": "int", "1#1": "str", "(1,)": [1, 2], "f": "NaN", "n": str(10**30)}
+
+
+# -- every reader, any value, any depth: a property ----------------------------------
+
+
+@settings(max_examples=20)
+@given(python_values(max_depth=3_000), python_values(max_depth=3_000), st.integers(200, 3_000))
+def test_any_value_anywhere_is_counted_pruned_archived_and_recalled(
+    args: Any, part: Any, threshold: int
+) -> None:
+    # Deeper than the interpreter's recursion limit (Hypothesis raises it to 2,048).
+    call = {"name": "lookup", "args": {"value": args}, "id": "c1", "type": "tool_call"}
+    result_block = {"type": "tool_result", "tool_use_id": "c2", "content": [part, "y" * 900]}
+    messages: list[BaseMessage] = [
+        HumanMessage("task", id="task"),
+        AIMessage("", tool_calls=[call], id="a1"),
+        ToolMessage("x" * 5_000, tool_call_id="c1", id="t1"),
+        AIMessage("", tool_calls=[{**call, "id": "c2"}], id="a2"),
+        HumanMessage([result_block], id="r2"),
+        HumanMessage("next " * 200, id="h"),
+    ]
+    pipeline = ContextPipeline(threshold=threshold, tail_budget=0, tool_output_limit=200)
+    result = pipeline.compress(messages)
+    assert result.messages[-1].id == "h"
+    if estimate_tokens(messages) > threshold and not result.report.over_budget:
+        assert estimate_tokens(result.messages) <= threshold
+    store = InMemoryStore()
+    archived = archive_originals(store, "user@example.com", messages, result)
+    assert archived.report.archive_failures == 0
+    for message in messages:
+        assert recall(message_ref(message), messages).startswith("[recall ref=")
