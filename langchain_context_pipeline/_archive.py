@@ -4,7 +4,8 @@ The hook's persist mode rewrites ``messages``, and an LCEL chain keeps no histor
 at all: there, the originals a pass replaced are written to a ``BaseStore``
 (``InMemoryStore`` on one machine, ``PostgresStore`` for many workers) before the
 model sees the compressed list, one item per reference under the conversation's
-namespace ``("context_pipeline_originals", thread_id)``. A store that fails never
+namespace ``("context_pipeline_originals", thread_id)`` (see :func:`namespace` for
+a thread id with a period). A store that fails never
 fails the pass: the references it could not keep are marked ``(not recallable)``,
 the failure is logged and counted in ``report.archive_failures``.
 
@@ -17,7 +18,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import BaseMessage, message_to_dict, messages_from_dict
+from langchain_core.messages import BaseMessage, ToolMessage, messages_from_dict
 
 try:
     from langgraph.store.base import BaseStore, PutOp
@@ -27,13 +28,15 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "pip install 'langchain-context-pipeline[langgraph]'"
     ) from exc
 
+from langchain_context_pipeline._blocks import pair_results
 from langchain_context_pipeline._trim import replace_text
+from langchain_context_pipeline._values import jsonable
 from langchain_context_pipeline.references import (
+    RefIndex,
     call_of,
     find_refs,
     format_ref,
-    message_ref,
-    resolve,
+    own_span,
     stands_in,
     written_text,
 )
@@ -53,15 +56,32 @@ __all__ = [
 logger = logging.getLogger("langchain_context_pipeline")
 
 NAMESPACE = "context_pipeline_originals"
-"""The first part of every archive namespace; the second is the thread id."""
+"""The first label of every archive namespace; the thread id follows (see :func:`namespace`)."""
 
 UNRECALLABLE = " (not recallable)"
 """Written after a reference whose original could not be kept."""
 
 
-def namespace(thread_id: str) -> tuple[str, str]:
-    """Return the store namespace of one conversation's originals."""
-    return (NAMESPACE, str(thread_id))
+_ESCAPED = "escaped"
+"""The second label of the namespace of a thread id a store cannot take as one label."""
+
+
+def namespace(thread_id: str) -> tuple[str, ...]:
+    """Return the store namespace of one conversation's originals.
+
+    A thread id a store accepts as a namespace label (no period, no NUL, not empty)
+    is the label itself, as archives have always been written. Any other id
+    (``user@example.com``, ``session.42``), which ``BaseStore.get`` would reject,
+    goes percent-encoded (``%``, ``.`` and NUL) under a third label:
+    ``("context_pipeline_originals", "escaped", "=user@example%2Ecom")``. Three
+    labels never name the namespace of a two-label id, and the encoding is
+    reversible, so every thread id has a namespace of its own.
+    """
+    label = str(thread_id)
+    if label and "." not in label and "\x00" not in label:
+        return (NAMESPACE, label)
+    quoted = label.replace("%", "%25").replace(".", "%2E").replace("\x00", "%00")
+    return (NAMESPACE, _ESCAPED, f"={quoted}")
 
 
 def thread_of(config: Mapping[str, Any] | None) -> str | None:
@@ -79,34 +99,55 @@ def plan_records(
     For every reference written in a message the pass made (one not in
     ``before``), the originals it names in ``before`` that leave the view: a
     message item (``{"kind": "message", "message": ..., "call": ...}``) per
-    message, and a span item (``{"kind": "span", "members": [...]}``) per span.
-    A message that is itself a stand-in (a brief from an earlier pass) is not
-    written: its original was written when it was briefed.
+    message, and a span item (``{"kind": "span", "members": [...]}``) for the span
+    a summary or removal note stands for (only those write spans: a span written
+    in any other text is not the pipeline's). A message that is itself a stand-in
+    (a brief from an earlier pass) is not written: its original was written when
+    it was briefed. ``before`` is indexed once, so the cost is linear in the
+    history and the references written, and every value is JSON-safe
+    (:func:`~langchain_context_pipeline._values.jsonable`), for any store.
     """
+    index = RefIndex(before)
     before_ids = {id(m) for m in before}
     kept = {id(m) for m in after}
+    paired = pair_results(before)
     records: dict[str, dict[str, Any]] = {}
+    walked: set[int] = set()
     for message in after:
         if id(message) in before_ids:
             continue
+        span = own_span(message)
         for ref in find_refs(written_text(message)):
-            if ref in records:
+            if ref in records or (".." in ref and ref != span):
                 continue
-            members = resolve(ref, before)
-            if members is None:
+            found = index.bounds(ref)
+            if found is None:
                 continue
+            start, stop = found
             if ".." in ref:
-                records[ref] = {"kind": "span", "members": [message_ref(m) for m in members]}
-            for member in members:
-                key = message_ref(member)
+                records[ref] = {"kind": "span", "members": index.refs[start : stop + 1]}
+            for at in range(start, stop + 1):
+                if at in walked:
+                    continue
+                walked.add(at)
+                member, key = before[at], index.refs[at]
                 if id(member) in kept or key in records or stands_in(member):
                     continue
                 records[key] = {
                     "kind": "message",
-                    "message": message_to_dict(member),
-                    "call": call_of(member, before),
+                    "message": {"type": member.type, "data": jsonable(dict(member))},
+                    "call": jsonable(_call(before, paired.get(at), member)),
                 }
     return records
+
+
+def _call(
+    before: Sequence[BaseMessage], makers: list[int] | None, member: BaseMessage
+) -> dict[str, Any] | None:
+    """Return ``{"name", "args"}`` of the call a ToolMessage answers (its paired call)."""
+    if not isinstance(member, ToolMessage) or not makers:
+        return None
+    return call_of(member, [before[makers[0]]])
 
 
 def _mark_unrecallable(messages: list[BaseMessage], refs: set[str]) -> list[BaseMessage]:

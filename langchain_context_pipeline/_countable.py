@@ -8,13 +8,13 @@ tool calls) and the fixed cost of its media (images, binary files, audio, video)
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
 from langchain_context_pipeline._blocks import CALL_BLOCKS, block_call_id, block_type
+from langchain_context_pipeline._values import dumps
 
 __all__ = [
     "FILE_TOKENS",
@@ -47,56 +47,6 @@ _SKIPPED_KEYS = frozenset({"type", "cache_control", "index", "citations", "extra
 # that repeats a `tool_calls` entry is skipped (counted once, from `tool_calls`);
 # results and reasoning (thinking text and signature, redacted data, encrypted
 # content) are counted by every value they send.
-
-# One encoder for every count: json.dumps with options builds a new one per call.
-_ENCODER = json.JSONEncoder(ensure_ascii=False, default=str)
-
-
-def dumps(value: Any) -> str:
-    """Write ``value`` as JSON (non-ASCII kept); any depth, cycles and huge ints summarized."""
-    try:
-        return _ENCODER.encode(value)
-    except (ValueError, RecursionError):  # circular, huge ints or deep: write it by hand
-        return _dumps_flat(value)
-
-
-class _Piece(str):
-    """Literal JSON punctuation on the work stack of :func:`_dumps_flat`."""
-
-
-def _dumps_flat(value: Any) -> str:
-    """Write JSON-like ``value`` without recursion (any depth; cycles and huge ints summarized)."""
-    parts: list[str] = []
-    stack: list[Any] = [value]
-    seen: set[int] = set()
-    while stack:
-        item = stack.pop()
-        if isinstance(item, _Piece):
-            parts.append(item)
-        elif isinstance(item, dict | list | tuple):
-            if id(item) in seen:
-                parts.append('"[cycle]"')
-                continue
-            seen.add(id(item))
-            pairs = item.items() if isinstance(item, dict) else enumerate(item)
-            opening, closing = ("{", "}") if isinstance(item, dict) else ("[", "]")
-            todo: list[Any] = [_Piece(opening)]
-            for n, (key, sub) in enumerate(pairs):
-                if n:
-                    todo.append(_Piece(", "))
-                if isinstance(item, dict):
-                    todo.append(_Piece(_ENCODER.encode(str(key)) + ": "))
-                todo.append(sub)
-            todo.append(_Piece(closing))
-            stack.extend(reversed(todo))
-        elif isinstance(item, int) and not isinstance(item, bool) and item.bit_length() > 9000:
-            parts.append("9" * (int(item.bit_length() * 0.30103) + 1))
-        else:
-            try:
-                parts.append(_ENCODER.encode(item))
-            except (ValueError, RecursionError):
-                parts.append(_ENCODER.encode(str(item)))
-    return "".join(parts)
 
 
 def _listed_call_ids(message: BaseMessage) -> frozenset[str]:

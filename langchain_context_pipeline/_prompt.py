@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Sequence
 from typing import Any
 from xml.sax.saxutils import escape, quoteattr
@@ -20,6 +19,7 @@ from langchain_core.messages import (
 
 from langchain_context_pipeline._blocks import pair_results
 from langchain_context_pipeline._trim import cut_end, cut_json, cut_middle
+from langchain_context_pipeline._values import dumps
 from langchain_context_pipeline.digest import ToolCall, ToolResult, tool_parts
 from langchain_context_pipeline.tokens import message_text
 
@@ -71,12 +71,8 @@ def _capped(text: str, chars: int) -> str:
 
 
 def _args_text(args: Any) -> str:
-    """Return a call's arguments as short JSON text (any value: repr where JSON cannot)."""
-    try:
-        short = cut_json(args, _ARGS_CHARS)
-        return json.dumps(short, ensure_ascii=False, default=str)
-    except (TypeError, ValueError, RecursionError):  # non-string keys, cycles, depth
-        return cut_end(repr(args), _ARGS_CHARS * 4)
+    """Return a call's arguments as short JSON text (any value: see ``_values.dumps``)."""
+    return dumps(cut_json(args, _ARGS_CHARS))
 
 
 def _attrs(**values: str) -> str:

@@ -12,6 +12,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage
 
 from langchain_context_pipeline._blocks import cut_call_arguments
+from langchain_context_pipeline._values import entries, key_text
 
 
 def cut_end(text: str, limit: int, ref: str = "") -> str:
@@ -50,7 +51,11 @@ def _marker(text: str, limit: int) -> str:
 
 
 def _cut(value: Any, limit: int, depth: int, ref: str = "") -> tuple[Any, int]:
-    """Return ``value`` cut to ``limit`` and its approximate JSON size in chars."""
+    """Return ``value`` cut to ``limit`` and its approximate JSON size in chars.
+
+    A value with nothing to cut comes back as the very same object (a set, a
+    dataclass, a datetime included); a container cut becomes a JSON dict or list.
+    """
     if isinstance(value, str):
         out = cut_end(value, limit, ref)
         return out, len(out) + 2
@@ -66,41 +71,51 @@ def _cut(value: Any, limit: int, depth: int, ref: str = "") -> tuple[Any, int]:
         return value, digits + 1
     if isinstance(value, float):
         return value, len(repr(value))
-    if not isinstance(value, dict | list | tuple):
-        return _cut(str(value), limit, depth, ref)
+    found = entries(value)
+    if found is None:  # bytes, a datetime, any other object: read as its text
+        text = key_text(value)
+        if len(text) <= limit:
+            return value, len(text) + 2
+        return _cut(text, limit, depth, ref)
     if depth >= MAX_DEPTH:
         out = _marker(f"…[value nested over {MAX_DEPTH} levels deep{named}]", limit)
         return out, len(out) + 2
     # A container is cut only when well over the limit, to a size well under that
     # trigger: the hysteresis makes the cut a fixed point.
     trigger = max(4 * limit, limit + 64)
-    if isinstance(value, dict):
-        entries: list[tuple[Any, Any, int]] = []
+    is_mapping, parts = found
+    if is_mapping:
+        entries_out: list[tuple[Any, Any, int]] = []
         taken: set[Any] = set()
-        for key, item in value.items():
+        same = True
+        for key, item in parts:
             # A key keeps one char at least: the "…" of a cut dict's marker survives.
             new_key = cut_end(key, max(limit, 1)) if isinstance(key, str) else key
             while new_key in taken:  # a cut key never merges two entries into one
                 new_key = f"{new_key}#{len(taken)}"
             taken.add(new_key)
             new_item, size = _cut(item, limit, depth + 1, ref)
-            entries.append((new_key, new_item, size + len(str(new_key)) + 4))
-        total = sum(size for _, _, size in entries) + 2
+            same = same and new_key is key and new_item is item
+            entries_out.append((new_key, new_item, size + len(key_text(new_key)) + 4))
+        total = sum(size for _, _, size in entries_out) + 2
         if total <= trigger:
-            return {key: item for key, item, _ in entries}, total
+            return (value if same else {k: item for k, item, _ in entries_out}), total
         kept: dict[Any, Any] = {}
         used = 2
-        for key, item, size in entries:
+        for key, item, size in entries_out:
             if used + size > limit:
                 break
             kept[key] = item
             used += size
-        note = _marker(f"[+{len(entries) - len(kept):,} more keys{named}]", limit)
+        note = _marker(f"[+{len(entries_out) - len(kept):,} more keys{named}]", limit)
         kept["…"] = note
         return kept, used + len(note) + 7
-    items = [_cut(item, limit, depth + 1, ref) for item in value]
+    originals = list(parts)
+    items = [_cut(item, limit, depth + 1, ref) for item in originals]
     total = sum(size + 1 for _, size in items) + 2
     if total <= trigger:
+        if all(a is b for a, (b, _) in zip(originals, items, strict=True)):
+            return value, total  # nothing to cut: the list, tuple or set itself
         return [item for item, _ in items], total
     out_items: list[Any] = []
     used = 2

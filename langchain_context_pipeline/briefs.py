@@ -13,12 +13,12 @@ takes the tool's name, its call's arguments and its output text.
 
 from __future__ import annotations
 
-import json
 import re
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from langchain_context_pipeline._trim import cut_json
+from langchain_context_pipeline._values import dumps
 
 __all__ = ["BUILTIN_BRIEFS", "BriefFunction", "brief_for", "shorten"]
 
@@ -148,10 +148,7 @@ def _scalar(value: Any) -> str:
         return shorten(value, 40)
     # Only 40 chars are shown: a cut copy renders any size and depth without recursion errors.
     value = cut_json(value, 40)
-    try:
-        return shorten(json.dumps(value, ensure_ascii=False, sort_keys=True, default=str), 40)
-    except (TypeError, ValueError):  # pragma: no cover - default=str makes this rare
-        return shorten(str(value), 40)
+    return shorten(dumps(value, sort_keys=True), 40)
 
 
 def brief_generic(name: str, args: Mapping[str, Any], output: str) -> str:

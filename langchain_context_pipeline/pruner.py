@@ -19,7 +19,6 @@ their ids and metadata.
 
 from __future__ import annotations
 
-import json
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -43,6 +42,7 @@ from langchain_context_pipeline._runnable import MessagesRunnable
 from langchain_context_pipeline._snapshot import message_snapshot
 from langchain_context_pipeline._trim import cut_middle, replace_text, with_cut_args
 from langchain_context_pipeline._units import Split
+from langchain_context_pipeline._values import dumps
 from langchain_context_pipeline.briefs import brief_for
 from langchain_context_pipeline.marks import METADATA_KEY
 from langchain_context_pipeline.references import format_ref, message_ref
@@ -208,14 +208,12 @@ class Pruner(MessagesRunnable):
             call = [calls.get(cid) for cid in result_ids(message)]
         state = message_snapshot(message, call)
         hit = self._memo.get(id(message))
-        if hit is not None and state is not None and hit.matches(message, state):
+        if hit is not None and hit.matches(message, state):
             stats.add(hit.stats)
             return message if hit.result is None else hit.result
         own = PruneStats()
         result = self._prune_one(message, calls, own)
         stats.add(own)
-        if state is None:  # too deeply nested to snapshot: not remembered
-            return result
         if len(self._memo) >= _MEMO_SIZE:
             self._memo.clear()
         key = id(message)
@@ -315,7 +313,7 @@ class Pruner(MessagesRunnable):
             rest = [b for b in others if block_type(b) not in _IMAGE_BLOCK_TYPES]
             size = len(text) + images * IMAGE_TOKENS * 4
             if rest:
-                size += len(json.dumps(rest, ensure_ascii=False, default=str))
+                size += len(dumps(rest))
             if size <= self.settings.tool_output_limit:
                 blocks.append(block)
                 continue

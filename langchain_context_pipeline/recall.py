@@ -26,7 +26,6 @@ With ``create_react_agent``, add it to the tools:
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -48,6 +47,7 @@ from langchain_context_pipeline._archive import (
     read_record,
     thread_of,
 )
+from langchain_context_pipeline._values import dumps
 from langchain_context_pipeline.briefs import shorten
 from langchain_context_pipeline.references import (
     call_of,
@@ -113,7 +113,7 @@ def _page(name: str, ref: str, header: str, body: str, offset: int, limit: int) 
 def _describe(message: BaseMessage, call: Mapping[str, Any] | None) -> str:
     what = message.type
     if call is not None:
-        args = json.dumps(call.get("args"), ensure_ascii=False, default=str)
+        args = dumps(call.get("args"))
         what = f"tool result of {call.get('name')} {shorten(args, _ARGS_SHOWN)}"
     elif message.type == "tool":
         what = f"tool result of {message.name or 'a tool'}"

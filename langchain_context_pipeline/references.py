@@ -13,7 +13,6 @@ conversations (see :mod:`langchain_context_pipeline.recall`).
 from __future__ import annotations
 
 import hashlib
-import json
 import re
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -21,16 +20,18 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from langchain_context_pipeline._blocks import RESULT_CONTENT, block_type, result_parts
-from langchain_context_pipeline._countable import dumps as _dumps
+from langchain_context_pipeline._values import dumps
 from langchain_context_pipeline.marks import METADATA_KEY, pipeline_kind
 from langchain_context_pipeline.tokens import message_text
 
 __all__ = [
     "REF_PATTERN",
+    "RefIndex",
     "call_of",
     "find_refs",
     "format_ref",
     "message_ref",
+    "own_span",
     "parse_ref",
     "render_message",
     "resolve",
@@ -63,15 +64,7 @@ def message_ref(message: BaseMessage) -> str:
         extra: Any = message.tool_call_id if isinstance(message, ToolMessage) else None
         if isinstance(message, AIMessage) and message.tool_calls:
             extra = message.tool_calls
-        try:
-            body = json.dumps(
-                [message.type, message.content, extra],
-                sort_keys=True,
-                default=str,
-                ensure_ascii=False,
-            )
-        except (ValueError, RecursionError):  # deeply nested arguments: the flat writer
-            body = _dumps([message.type, message.content, extra])
+        body = dumps([message.type, message.content, extra], sort_keys=True)
         seed = f"content:{body}"
     return hashlib.sha256(seed.encode("utf-8", "surrogatepass")).hexdigest()[:_LENGTH]
 
@@ -81,21 +74,28 @@ def format_ref(ref: str) -> str:
     return f"ref={ref}"
 
 
-def span_bounds(message: BaseMessage) -> tuple[str, str]:
+def span_bounds(message: BaseMessage, ref: str | None = None) -> tuple[str, str]:
     """Return the first and last reference a message stands for.
 
     A summary or removal note the pipeline wrote stands for the span it names in
-    its mark; any other message stands for itself.
+    its mark; any other message stands for itself (``ref``, when already known).
     """
-    if pipeline_kind(message) in ("summary", "note"):
-        meta = message.response_metadata.get(METADATA_KEY)
-        span = meta.get("span") if isinstance(meta, dict) else None
-        if isinstance(span, str):
-            parsed = parse_ref(span)
-            if parsed is not None:
-                return parsed[0], parsed[1] or parsed[0]
-    ref = message_ref(message)
+    span = own_span(message)
+    if span is not None:
+        parsed = parse_ref(span)
+        if parsed is not None:
+            return parsed[0], parsed[1] or parsed[0]
+    ref = ref or message_ref(message)
     return ref, ref
+
+
+def own_span(message: BaseMessage) -> str | None:
+    """Return the span a summary or removal note the pipeline wrote names in its mark."""
+    if pipeline_kind(message) not in ("summary", "note"):
+        return None
+    meta = message.response_metadata.get(METADATA_KEY)
+    span = meta.get("span") if isinstance(meta, dict) else None
+    return span if isinstance(span, str) else None
 
 
 def span_ref(messages: Sequence[BaseMessage]) -> str:
@@ -139,7 +139,7 @@ def written_text(message: BaseMessage) -> str:
     if isinstance(message, AIMessage) and (message.tool_calls or message.invalid_tool_calls):
         calls: list[Any] = [c["args"] for c in message.tool_calls]
         calls += [c.get("args") for c in message.invalid_tool_calls]
-        text += json.dumps(calls, ensure_ascii=False, default=str)
+        text += dumps(calls)
     return text
 
 
@@ -162,26 +162,59 @@ def find_refs(text: str) -> list[str]:
 def resolve(ref: str, messages: Sequence[BaseMessage]) -> list[BaseMessage] | None:
     """Return the messages ``ref`` names within ``messages``, or None when it names none.
 
-    A single reference gives its message; a span gives every message from its
-    first to its last (a summary or note that stands for one end counts as it).
+    A single reference gives its message (the last of that reference); a span gives
+    every message from its first to its last (a summary or note that stands for one
+    end counts as it). To resolve many references, index the messages once with
+    :class:`RefIndex`.
     """
-    parsed = parse_ref(ref)
-    if parsed is None:
-        return None
-    first, last = parsed
-    if last is None:
-        for message in reversed(messages):
-            if message_ref(message) == first:
-                return [message]
-        return None
-    start = next((i for i, m in enumerate(messages) if span_bounds(m)[0] == first), None)
-    if start is None:
-        return None
-    stop = next(
-        (i for i in range(len(messages) - 1, start - 1, -1) if span_bounds(messages[i])[1] == last),
-        None,
-    )
-    return None if stop is None else list(messages[start : stop + 1])
+    return RefIndex(messages).resolve(ref)
+
+
+class RefIndex:
+    """The references of a list of messages, computed once, so each resolves in O(1).
+
+    Example:
+        >>> from langchain_core.messages import HumanMessage
+        >>> history = [HumanMessage("a", id="m1"), HumanMessage("b", id="m2")]
+        >>> index = RefIndex(history)
+        >>> index.resolve(message_ref(history[1])) == [history[1]]
+        True
+    """
+
+    def __init__(self, messages: Sequence[BaseMessage]) -> None:
+        """Index ``messages``: one reference per message and the ends of every span."""
+        self.messages = messages
+        self.refs: list[str] = []
+        self._last: dict[str, int] = {}  # a message's reference -> its last index
+        self._starts: dict[str, int] = {}  # a span's first reference -> its first index
+        self._stops: dict[str, int] = {}  # a span's last reference -> its last index
+        for index, message in enumerate(messages):
+            ref = message_ref(message)
+            self.refs.append(ref)
+            self._last[ref] = index
+            first, last = span_bounds(message, ref)
+            self._starts.setdefault(first, index)
+            self._stops[last] = index
+
+    def bounds(self, ref: str) -> tuple[int, int] | None:
+        """Return the first and last index ``ref`` names, or None when it names none."""
+        parsed = parse_ref(ref)
+        if parsed is None:
+            return None
+        first, last = parsed
+        if last is None:
+            found = self._last.get(first)
+            return None if found is None else (found, found)
+        start = self._starts.get(first)
+        stop = self._stops.get(last)
+        if start is None or stop is None or stop < start:
+            return None
+        return start, stop
+
+    def resolve(self, ref: str) -> list[BaseMessage] | None:
+        """Return the messages ``ref`` names, as :func:`resolve` does."""
+        found = self.bounds(ref)
+        return None if found is None else list(self.messages[found[0] : found[1] + 1])
 
 
 def call_of(message: BaseMessage, messages: Iterable[BaseMessage]) -> dict[str, Any] | None:
@@ -205,13 +238,13 @@ def _body(message: BaseMessage) -> str:
         others = [b for b in content if not (isinstance(b, dict) and b.get("type") == "text")]
         text = message_text(message)
         if others:
-            extra = json.dumps(others, ensure_ascii=False, default=str)
+            extra = dumps(others)
             text = f"{text}\n[content blocks] {extra}" if text else f"[content blocks] {extra}"
     if isinstance(message, AIMessage) and message.tool_calls:
         calls = [
             {"name": c["name"], "args": c["args"], "id": c.get("id")} for c in message.tool_calls
         ]
-        text += ("\n" if text else "") + "[tool calls] " + json.dumps(calls, ensure_ascii=False)
+        text += ("\n" if text else "") + "[tool calls] " + dumps(calls)
     return text
 
 

@@ -34,7 +34,6 @@ exactly as deterministic as a fresh instance.
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import threading
 from collections import OrderedDict
@@ -45,7 +44,7 @@ from typing import Any, Protocol, runtime_checkable
 from langchain_core.messages import BaseMessage
 
 from langchain_context_pipeline._checks import check_int
-from langchain_context_pipeline._countable import dumps as _dumps
+from langchain_context_pipeline._values import dumps
 from langchain_context_pipeline.carried import CarriedSummary
 
 __all__ = ["StoreRead", "StoreWrite", "SummaryMemory", "SummaryStore"]
@@ -94,10 +93,7 @@ def _fingerprint(message: BaseMessage) -> bytes:
         getattr(message, "tool_call_id", None),
         getattr(message, "role", None),
     ]
-    try:
-        text = json.dumps(fields, default=repr, sort_keys=True, ensure_ascii=False)
-    except (ValueError, RecursionError):  # deeply nested arguments: the flat writer
-        text = _dumps(fields)
+    text = dumps(fields, sort_keys=True)  # any value, any depth, alike in every process
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
 
 

@@ -124,6 +124,14 @@ MUTANTS = [
         "test_properties_loop.py::test_loop_output_equals_a_fresh_pipelines",
     ),
     (
+        "determinism: the memo compares sets, dataclasses and models by identity",
+        "_values.py",
+        "    found = entries(value)\n    if found is None:\n"
+        "        return (_TEXT, kind, _text(value))",
+        "    found = None\n    if found is None:\n        return (_TEXT, kind, id(value))",
+        "test_properties_loop.py::test_loop_output_equals_a_fresh_pipelines",
+    ),
+    (
         "trust: a mark is believed without its signature",
         "marks.py",
         "    if kind in WRITTEN_KINDS and not _verified(message, mark or {}):",

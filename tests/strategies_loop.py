@@ -6,7 +6,8 @@ may add what broke the pipeline before: mid-run system messages
 (``SystemMessage`` and ``ChatMessage`` with role ``system`` or ``developer``),
 tool results carrying a copied or forged pipeline mark, and edits in place of
 earlier messages between calls (a tool output redacted, an argument changed, an
-assistant text rewritten), and tool turns in every provider format (from
+assistant text rewritten, an item added inside a set, a dataclass or a pydantic
+model in a call's arguments), and tool turns in every provider format (from
 ``strategies_shapes``: Anthropic and Responses blocks, reasoning blocks, numeric
 and nested arguments, parallel calls), at thresholds down to a few hundred
 tokens. The test replays the run, carrying the summary from
@@ -31,7 +32,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.tools import StructuredTool
-from strategies_shapes import tool_turn
+from strategies_shapes import Options, Record, python_values, tool_turn
 
 from langchain_context_pipeline import DIGEST, ContextPipeline
 from langchain_context_pipeline.marks import METADATA_KEY
@@ -134,6 +135,66 @@ def change_args(index: int) -> Edit:
     return edit
 
 
+def _objects(value: Any) -> list[Any]:
+    """The sets, dataclasses, models and lists inside ``value`` (iteratively, any depth)."""
+    found: list[Any] = []
+    stack = [value]
+    while stack and len(found) < 50:
+        item = stack.pop()
+        if isinstance(item, set | Record | Options):
+            found.append(item)
+        if isinstance(item, Record | Options):
+            stack += [item.tags, item.rows]
+        elif isinstance(item, dict):
+            stack += list(item.values())
+        elif isinstance(item, list | tuple | set | frozenset):
+            found += [item] if isinstance(item, list) else []
+            stack += list(item)
+    return found
+
+
+def edit_inside(pick: int) -> Edit:
+    """Edit in place inside a value of some call's arguments (a set, an object, a list)."""
+
+    def edit(history: list[BaseMessage]) -> None:
+        objects = [
+            o
+            for m in history
+            if isinstance(m, AIMessage)
+            for c in m.tool_calls
+            for o in _objects(c["args"])
+        ]
+        # Sets and objects first: the containers a memo is likeliest to read by identity.
+        objects.sort(key=lambda o: isinstance(o, list))
+        if not objects:
+            return
+        target = objects[pick % len(objects)] if pick % 2 else objects[0]
+        if isinstance(target, set):
+            target.add("!edited " + "x" * 400)
+        elif isinstance(target, Record | Options):
+            target.tags.add("!edited")
+            target.rows.insert(0, "!edited " + "x" * 400)
+        else:
+            target.insert(0, "!edited " + "x" * 400)
+
+    return edit
+
+
+@st.composite
+def valued_unit(draw: st.DrawFn, new_id: Callable[[str], str]) -> list[BaseMessage]:
+    """A tool unit whose arguments hold arbitrary Python values (shown in its brief)."""
+    call = {
+        "name": "lookup",
+        "args": {"value": draw(python_values(max_depth=300)), "path": draw(texts(1, 40))},
+        "id": new_id("cv"),
+        "type": "tool_call",
+    }
+    return [
+        AIMessage(draw(contents(600)), tool_calls=[call], id=new_id("a")),
+        ToolMessage(draw(contents(6_000)), tool_call_id=call["id"], id=new_id("t")),
+    ]
+
+
 @st.composite
 def runs(draw: st.DrawFn) -> Run:
     """A generated agent run (see the module docstring)."""
@@ -164,6 +225,7 @@ def runs(draw: st.DrawFn) -> Run:
                         "system",
                         "system",
                         "forged",
+                        "valued",
                     ]
                 )
             )
@@ -181,6 +243,8 @@ def runs(draw: st.DrawFn) -> Run:
                 for message in shaped:
                     message.id = new_id("m")
                 turn.messages += shaped
+            elif kind == "valued":
+                turn.messages += draw(valued_unit(new_id))
             elif kind == "forged":
                 call = {"name": "fetch", "args": {"url": "https://x.test"}, "id": new_id("cf")}
                 earlier = count + len(turn.messages) - 1
@@ -214,7 +278,7 @@ def runs(draw: st.DrawFn) -> Run:
         if count > 1 and draw(st.booleans()):  # edits of messages already sent
             targets = st.integers(0, count - 1)
             turn.edits = [
-                draw(st.sampled_from([redact, change_args]))(draw(targets))
+                draw(st.sampled_from([redact, change_args, edit_inside]))(draw(targets))
                 for _ in range(draw(st.integers(1, 2)))
             ]
         count += len(turn.messages)

@@ -3,15 +3,18 @@
 Conversations mix LangChain ``tool_calls``, OpenAI chat ``additional_kwargs``,
 Anthropic ``tool_use``/``tool_result`` blocks, OpenAI Responses ``function_call``
 blocks and LangChain v1 ``tool_call`` blocks; reasoning blocks, images and
-citations; numeric, list and deeply nested arguments; parallel calls and call
-ids reused across turns; system messages (and ``ChatMessage`` system/developer
-roles) anywhere.
+citations; numeric, list and deeply nested arguments; arbitrary Python values in
+arguments and tool-result blocks (``python_values``: sets, bytes, datetimes,
+Decimals, NaN, tuple and mixed keys, dataclasses, pydantic models, deep nesting);
+parallel calls and call ids reused across turns; system messages (and
+``ChatMessage`` system/developer roles) anywhere.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 from hypothesis import strategies as st
@@ -23,6 +26,7 @@ from langchain_core.messages import (
     SystemMessage,
     ToolMessage,
 )
+from pydantic import BaseModel
 
 from langchain_context_pipeline import DIGEST, ContextPipeline
 
@@ -45,8 +49,88 @@ def _deep(depth: int) -> Any:
     return value
 
 
+# -- arbitrary Python values (what AIMessage accepts in arguments, beyond JSON) ---------
+
+
+@dataclass
+class Record:
+    """A dataclass a tool's arguments may hold."""
+
+    name: str
+    tags: set[str] = field(default_factory=set)
+    rows: list[Any] = field(default_factory=list)
+
+
+class Options(BaseModel):
+    """A pydantic model a tool's arguments may hold."""
+
+    mode: str = "fast"
+    tags: set[str] = set()
+    rows: list[Any] = []
+
+
+_KEYS = st.one_of(
+    st.sampled_from(["a", "b", "path", "1"]),
+    st.integers(-3, 3),
+    st.tuples(st.integers(0, 2), st.sampled_from(["x", "y"])),
+)
+_SCALARS = st.one_of(
+    st.integers(-(10**30), 10**30),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.booleans(),
+    st.none(),
+    st.binary(max_size=40),
+    st.datetimes(),
+    st.dates(),
+    st.decimals(allow_nan=False, allow_infinity=False, places=3),
+)
+
+
+def _nest(value: Any, depth: int) -> Any:
+    """``value`` inside ``depth`` levels of tuples, int-keyed dicts and lists."""
+    for level in range(depth):
+        value = ((value,), {level: value}, [value])[level % 3]
+    return value
+
+
 @st.composite
-def arguments(draw: st.DrawFn) -> dict[str, Any]:
+def python_values(draw: st.DrawFn, max_depth: int = 600) -> Any:
+    """One arbitrary Python value: sets, bytes, datetimes, non-string keys, objects, depth."""
+    strings = texts(0, 400)
+
+    def tags(n: int) -> set[Any]:
+        return {draw(strings) if draw(st.booleans()) else draw(st.integers()) for _ in range(n)}
+
+    def value(level: int) -> Any:
+        kind = draw(st.integers(0, 7 if level < 3 else 0))
+        if kind == 0:
+            return draw(st.one_of(strings, _SCALARS))
+        n = draw(st.integers(0, 3))
+        if kind == 1:
+            return [value(level + 1) for _ in range(n)]
+        if kind == 2:
+            return tuple(value(level + 1) for _ in range(n))
+        if kind == 3:
+            return {draw(_KEYS): value(level + 1) for _ in range(n)}
+        if kind == 4:
+            return tags(n)
+        if kind == 5:
+            return frozenset(draw(st.integers(-9, 9)) for _ in range(n))
+        if kind == 6:
+            return Record(draw(strings), {draw(strings) for _ in range(n)}, [value(level + 1)])
+        return Options(mode=draw(strings), tags={draw(strings) for _ in range(n)})
+
+    out = value(0)
+    if draw(st.integers(0, 4)) == 0:
+        out = _nest(out, draw(st.integers(1, max_depth)))
+    return out
+
+
+@st.composite
+def arguments(draw: st.DrawFn, python: bool = False) -> dict[str, Any]:
+    """A call's arguments; with ``python``, sometimes arbitrary Python values in them."""
+    if python and draw(st.integers(0, 3)) == 0:
+        return {"value": draw(python_values()), "path": draw(texts(1, 40))}
     shape = draw(st.sampled_from(["path", "text", "numbers", "ints", "nested", "deep", "mixed"]))
     if shape == "path":
         return {"path": draw(texts(1, 80))}
@@ -145,6 +229,9 @@ def anthropic_result(draw: st.DrawFn, call_id: str) -> dict[str, Any]:
     block: dict[str, Any] = {"type": "tool_result", "tool_use_id": call_id, "content": content}
     if draw(st.integers(0, 4)) == 0:
         block["is_error"] = True
+    if draw(st.integers(0, 5)) == 0:  # a part of any Python value, at any depth
+        parts = content if isinstance(content, list) else [{"type": "text", "text": content}]
+        block["content"] = [*parts, {"type": "json", "json": draw(python_values())}]
     return block
 
 
@@ -154,7 +241,8 @@ def tool_turn(draw: st.DrawFn, ids: Callable[[], str]) -> list[BaseMessage]:
     calls = [
         {
             "name": draw(st.sampled_from(["read_file", "bash", "search", "x"])),
-            "args": draw(arguments()),
+            # JSON strings (OpenAI chat, Responses) carry JSON; the others any value.
+            "args": draw(arguments(python=fmt in ("langchain", "anthropic", "v1"))),
             "id": ids(),
         }
         for _ in range(draw(st.integers(1, 5)))
