@@ -3,24 +3,19 @@
 from __future__ import annotations
 
 import hashlib
-import json
 from collections.abc import Sequence
 from typing import Any
 
 from langchain_core.messages import BaseMessage
 
+from langchain_context_pipeline._values import dumps
+
 __all__ = ["prefix_digests", "stable_text"]
 
 
 def stable_text(value: Any) -> str:
-    """A stable text of ``value`` for a digest; what cannot be read never matches."""
-    try:
-        return json.dumps(value, ensure_ascii=False, sort_keys=True, default=repr)
-    except (TypeError, ValueError, RecursionError):  # mixed keys, NaN in odd places, depth
-        try:
-            return repr(value)
-        except RecursionError:
-            return f"unreadable {id(value)}"
+    """A stable text of ``value`` for a digest: any value, alike in every process."""
+    return dumps(value, sort_keys=True)
 
 
 def _message_text(message: BaseMessage) -> str:

@@ -11,11 +11,12 @@ alive beside the key, so those identities cannot be reused.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Hashable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.tools import BaseTool
+
+from langchain_context_pipeline._values import dumps
 
 __all__ = ["tools_fingerprint"]
 
@@ -27,10 +28,7 @@ def _content(value: Any) -> Hashable:
     if isinstance(value, type) or not isinstance(value, Mapping | list | tuple):
         # A schema class or a function: by identity, with its docstring (its description).
         return ("object", id(value), getattr(value, "__doc__", None))
-    try:
-        return json.dumps(value, sort_keys=True, ensure_ascii=False, default=repr)
-    except (TypeError, ValueError, RecursionError):  # mixed keys, cycles, depth
-        return repr(value)
+    return dumps(value, sort_keys=True)  # any value: mixed keys, cycles, depth
 
 
 def tool_fingerprint(tool: Any) -> Hashable:

@@ -40,7 +40,6 @@ it, a reply raises the correction as far as it measures but lowers it by
 from __future__ import annotations
 
 import hashlib
-import json
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
@@ -49,6 +48,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
 
 from langchain_context_pipeline._prefix import prefix_digests, stable_text
+from langchain_context_pipeline._values import dumps
 
 __all__ = [
     "CALIBRATION_STATE_KEY",
@@ -117,7 +117,7 @@ def tools_tokens(counter: Counter, tools: Sequence[Any]) -> int:
     if not tools:
         return 0
     schemas = [_tool_schema(t) for t in tools]
-    text = json.dumps(schemas, ensure_ascii=False, sort_keys=True, default=str)
+    text = dumps(schemas, sort_keys=True)
     return int(counter([SystemMessage(text)]))
 
 

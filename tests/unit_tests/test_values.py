@@ -8,6 +8,7 @@ archive; and thread ids a store cannot take as one namespace label.
 
 from __future__ import annotations
 
+import copy
 import datetime
 import json
 import random
@@ -315,3 +316,26 @@ def test_any_value_anywhere_is_counted_pruned_archived_and_recalled(
     assert archived.report.archive_failures == 0
     for message in messages:
         assert recall(message_ref(message), messages).startswith("[recall ref=")
+
+
+def test_prefix_digests_and_tool_counts_read_any_value_alike_in_every_copy() -> None:
+    """The calibration's prefix digest and the tool-schema count read values as the rest does.
+
+    Mixed keys once made ``json.dumps(sort_keys=True)`` raise, and a set's ``repr`` order
+    changes between processes; both now go through the one value reader.
+    """
+    from langchain_core.messages import AIMessage
+
+    from langchain_context_pipeline._prefix import prefix_digests, stable_text
+    from langchain_context_pipeline._tool_fingerprint import tools_fingerprint
+    from langchain_context_pipeline.calibration import tools_tokens
+    from langchain_context_pipeline.tokens import estimate_tokens
+
+    args = {"k": {1: "a", "b": 2, (3, 4): {"x", "y"}}}
+    first = AIMessage("", tool_calls=[{"name": "t", "args": args, "id": "c1"}])
+    again = AIMessage("", tool_calls=[{"name": "t", "args": copy.deepcopy(args), "id": "c1"}])
+    assert prefix_digests("seed", [first]) == prefix_digests("seed", [again])
+    assert stable_text({"s": {"b", "a"}}) == stable_text({"s": {"a", "b"}})
+    schema = {"name": "t", "parameters": {1: "one", "two": 2}}
+    assert tools_tokens(estimate_tokens, [schema]) > 0
+    assert tools_fingerprint([schema]) == tools_fingerprint([copy.deepcopy(schema)])
