@@ -37,9 +37,11 @@ def console(
     stdin: bytes = b"",
     unset: tuple[str, ...] = (),
     command: list[str] | None = None,
+    extra_env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
     """Run the console script from the repository root; outputs as bytes."""
     env = {key: value for key, value in os.environ.items() if key not in unset}
+    env.update(extra_env or {})
     env.pop("COLUMNS", None)
     if columns is not None:
         env["COLUMNS"] = str(columns)
@@ -155,6 +157,29 @@ def test_report_table_fits_and_shows_names_and_whole_numbers(
                 assert cells[:5] == wanted[:5]  # msgs and the four token columns, whole
     assert f"{figures['total']['tokens_before']:,}" in text
     assert f"{figures['total']['after_truncate']:,}" in text
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_the_table_on_a_stdout_that_is_not_utf8(tmp_path: Path, encoding: str) -> None:
+    """A cut name's mark and a name's letters the encoding lacks print, no UnicodeEncodeError."""
+    text = (ROOT / PVLIB).read_text(encoding="utf-8")
+    names = ["café_" + "long_" * 12 + "run.json", "日本語_" + "x" * 60 + ".json", "plain.json"]
+    for name in names:
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    done = console(
+        "report",
+        *(str(tmp_path / name) for name in names),
+        columns=80,
+        extra_env={"PYTHONIOENCODING": encoding},
+    )
+    assert done.returncode == 0, done.stderr.decode("utf-8", "replace")
+    out = done.stdout.decode(encoding)  # strict: written in the stream's own encoding
+    labels = [line.split()[0] for line in out.splitlines() if line.strip()]
+    assert any(label.startswith("caf") and "~" in label for label in labels), out
+    assert any(label.startswith("???_") for label in labels), out  # no Japanese in either
+    assert any(label == "plain.json" for label in labels), out
+    one = json.loads(console("report", PVLIB, "--json").stdout)["total"]["tokens_before"]
+    assert f"{3 * one:,}" in out  # the three copies' total, whole
 
 
 # --- every mistake: one line, exit 2 ------------------------------------------------------
