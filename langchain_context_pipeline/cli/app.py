@@ -86,7 +86,8 @@ def main(
         stdin: What the file ``-`` reads; ``sys.stdin.buffer`` when ``None``.
 
     Returns:
-        The exit code: 0, 2 for a user mistake, 130 when interrupted, 141 when
+        The exit code: 0, 2 for a user mistake or an output that cannot be
+        written (a full disk), 130 when interrupted, 141 when
         the reader of stdout closed it early (``| head``). ``--help``
         and ``--version`` print to ``sys.stdout`` and return 0.
     """
@@ -109,6 +110,9 @@ def main(
     except BrokenPipeError:  # `| head`: the reader has all it wanted
         _detach(streams.out)
         return _BROKEN_PIPE
+    except OSError as exc:  # files are read and -o/--plot written above: stdout failed
+        _detach(streams.out)
+        return _mistake(UsageError(f"cannot write the output: {exc.strerror or exc}"), err)
 
 
 def _detach(out: TextIO) -> None:

@@ -321,6 +321,27 @@ def test_compress_writes_lone_surrogates_back_escaped(tmp_path: Path) -> None:
     assert back[2].tool_calls == original[2].tool_calls
 
 
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize(
+    "argv", [["report", PVLIB], ["report", PVLIB, "--json"], ["compress", PVLIB]]
+)
+def test_a_full_disk_on_stdout_is_a_one_line_mistake(argv: list[str]) -> None:
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [*COMMAND, *argv], stdout=full, stderr=subprocess.PIPE, cwd=ROOT, env=env, timeout=120
+        )
+    err = done.stderr.decode("utf-8")
+    assert done.returncode == 2, err
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    assert err.splitlines()[-1] == (
+        "context-pipeline: error: cannot write the output: No space left on device"
+    )
+
+
 def test_a_reader_that_stops_early_gets_no_traceback() -> None:
     env = {
         **os.environ,
