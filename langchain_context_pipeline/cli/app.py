@@ -25,6 +25,7 @@ from typing import BinaryIO, NoReturn, TextIO
 from langchain_context_pipeline import __version__
 from langchain_context_pipeline.cli.commands import COMMANDS, Streams
 from langchain_context_pipeline.cli.options import UsageError, add_pipeline_options
+from langchain_context_pipeline.cli.render import escape_controls
 from langchain_context_pipeline.cli.transcript_errors import TranscriptError
 from langchain_context_pipeline.errors import BudgetError
 
@@ -130,5 +131,5 @@ def _detach(out: TextIO) -> None:
 
 def _mistake(exc: Exception, err: TextIO) -> int:
     """Report a user mistake in one line; exit code 2."""
-    print(f"{PROG}: error: {' '.join(str(exc).split())}", file=err)
+    print(f"{PROG}: error: {escape_controls(' '.join(str(exc).split()))}", file=err)
     return 2

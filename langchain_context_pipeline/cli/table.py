@@ -27,7 +27,7 @@ from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
 
-from langchain_context_pipeline.cli.render import console_for, emit
+from langchain_context_pipeline.cli.render import console_for, emit, escape_controls
 
 __all__ = [
     "CHANGE_COLUMNS",
@@ -215,9 +215,13 @@ def _encodable(text: str, encoding: str) -> str:
 
 
 def _printable(name: str) -> str:
-    """A path from the command line may hold undecodable bytes (surrogates): show them as ``�``."""
+    """A path from the command line as one line of plain text.
+
+    Undecodable bytes (surrogates) show as ``�``; control characters (a newline
+    would wrap the row, ESC would reach the terminal) are escaped.
+    """
     try:
         data = name.encode("utf-8", "surrogateescape")  # how Python decoded the argument
     except UnicodeEncodeError:
         data = name.encode("utf-8", "surrogatepass")
-    return data.decode("utf-8", "replace")
+    return escape_controls(data.decode("utf-8", "replace"))
