@@ -140,6 +140,16 @@ DEFAULT_TAIL_CAP = 8000
 """The default ``tail_budget`` is ``min(DEFAULT_TAIL_CAP, threshold // 4)``."""
 
 
+class _DerivedTail:
+    """The default of ``tail_budget``: derived from the threshold (no number a caller gives)."""
+
+    def __repr__(self) -> str:
+        return "min(8000, threshold // 4)"
+
+
+_DERIVED_TAIL: Any = _DerivedTail()
+
+
 @dataclass(frozen=True, kw_only=True)
 class PipelineSettings:
     """Every setting of the pipeline, validated once.
@@ -157,7 +167,7 @@ class PipelineSettings:
     """Compress only above this many tokens; the output is always at or under it.
     Given as an int or ``("tokens", n)``; a ``("fraction", share)`` of the agent
     model's window is resolved by the middleware and the hook, which know the model."""
-    tail_budget: int = -1
+    tail_budget: int = _DERIVED_TAIL
     """Tokens of newest messages kept verbatim by prune and condense (an int or
     ``("tokens", n)``); left out, it becomes ``min(8000, threshold // 4)``."""
     head_count: int = 2
@@ -196,7 +206,7 @@ class PipelineSettings:
                 "or create_pre_model_hook(threshold=..., agent_model=...), or a token count here"
             )
         object.__setattr__(self, "threshold", threshold)
-        if self.tail_budget is None or self.tail_budget == -1:
+        if self.tail_budget is None or self.tail_budget is _DERIVED_TAIL:
             object.__setattr__(self, "tail_budget", min(DEFAULT_TAIL_CAP, self.threshold // 4))
             object.__setattr__(self, "tail_derived", True)
         object.__setattr__(self, "tail_budget", token_count(self.tail_budget, "tail_budget", 0))
@@ -243,7 +253,7 @@ class PipelineSettings:
             raise TypeError(f"unknown setting(s) {unknown}; known settings: {', '.join(known)}")
         top = {k: v for k, v in keywords.items() if k in own}
         if top.get("tail_budget") is None and ("tail_budget" in top or base.tail_derived):
-            top["tail_budget"] = -1
+            top["tail_budget"] = _DERIVED_TAIL
         prune = {k: v for k, v in keywords.items() if k in prune_names}
         condense = {k: v for k, v in keywords.items() if k in condense_names}
         return dataclasses.replace(

@@ -25,6 +25,7 @@ from typing import BinaryIO, NoReturn, TextIO
 from langchain_context_pipeline import __version__
 from langchain_context_pipeline.cli.commands import COMMANDS, Streams
 from langchain_context_pipeline.cli.options import UsageError, add_pipeline_options
+from langchain_context_pipeline.cli.render import escape_controls
 from langchain_context_pipeline.cli.transcript_errors import TranscriptError
 from langchain_context_pipeline.errors import BudgetError
 
@@ -86,7 +87,8 @@ def main(
         stdin: What the file ``-`` reads; ``sys.stdin.buffer`` when ``None``.
 
     Returns:
-        The exit code: 0, 2 for a user mistake, 130 when interrupted, 141 when
+        The exit code: 0, 2 for a user mistake or an output that cannot be
+        written (a full disk), 130 when interrupted, 141 when
         the reader of stdout closed it early (``| head``). ``--help``
         and ``--version`` print to ``sys.stdout`` and return 0.
     """
@@ -109,6 +111,9 @@ def main(
     except BrokenPipeError:  # `| head`: the reader has all it wanted
         _detach(streams.out)
         return _BROKEN_PIPE
+    except OSError as exc:  # files are read and -o/--plot written above: stdout failed
+        _detach(streams.out)
+        return _mistake(UsageError(f"cannot write the output: {exc.strerror or exc}"), err)
 
 
 def _detach(out: TextIO) -> None:
@@ -126,5 +131,5 @@ def _detach(out: TextIO) -> None:
 
 def _mistake(exc: Exception, err: TextIO) -> int:
     """Report a user mistake in one line; exit code 2."""
-    print(f"{PROG}: error: {' '.join(str(exc).split())}", file=err)
+    print(f"{PROG}: error: {escape_controls(' '.join(str(exc).split()))}", file=err)
     return 2

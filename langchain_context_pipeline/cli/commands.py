@@ -199,7 +199,7 @@ def _for_file(name: str) -> Iterator[None]:
 
 
 def _shown(name: str) -> str:
-    return _STDIN_SOURCE if name == STDIN else name
+    return _STDIN_SOURCE if name == STDIN else render.escape_controls(name)
 
 
 def _summarizer_name(pipeline: ContextPipeline) -> str:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import json
 import os
+import unicodedata
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict
@@ -34,6 +35,7 @@ from langchain_context_pipeline.report import CompressionReport
 __all__ = [
     "console_for",
     "emit",
+    "escape_controls",
     "is_terminal",
     "print_json",
     "print_replay",
@@ -61,6 +63,16 @@ def is_terminal(stream: TextIO) -> bool:
         return stream.isatty()
     except (AttributeError, ValueError):
         return False
+
+
+def escape_controls(text: str) -> str:
+    r"""``text`` with its control characters (a newline, ESC in a file name) escaped as in Python.
+
+    Example:
+        >>> print(escape_controls("new\nline\x1b[31m.json"))
+        new\nline\x1b[31m.json
+    """
+    return "".join(repr(c)[1:-1] if unicodedata.category(c) == "Cc" else c for c in text)
 
 
 def report_line(name: str, report: CompressionReport, seconds: float) -> str:

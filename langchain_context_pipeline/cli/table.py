@@ -27,7 +27,7 @@ from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
 
-from langchain_context_pipeline.cli.render import console_for, emit
+from langchain_context_pipeline.cli.render import console_for, emit, escape_controls
 
 __all__ = [
     "CHANGE_COLUMNS",
@@ -65,6 +65,8 @@ _UNBOUNDED = 100_000
 _FILE_HEADER = "\nfile"
 _TOTAL_LABEL = "total"
 _STDIN_NAME = "<stdin>"
+_ELLIPSIS = "…"
+_ASCII_ELLIPSIS = "~"
 
 
 def display_names(paths: Sequence[str]) -> list[str]:
@@ -91,22 +93,23 @@ def display_names(paths: Sequence[str]) -> list[str]:
     return names
 
 
-def shorten(name: str, width: int) -> str:
+def shorten(name: str, width: int, *, mark: str = _ELLIPSIS) -> str:
     """Fit ``name`` in ``width`` terminal cells by cutting its middle.
 
     Args:
         name: A file name.
         width: The room, in cells (at least 2).
+        mark: One character of one cell that stands for the cut.
 
     Returns:
-        ``name`` when it fits; else its start and end around ``…``.
+        ``name`` when it fits; else its start and end around ``mark``.
     """
     if cell_len(name) <= width:
         return name
     head_room = (width - 1) // 2  # the end (model, extension) tells runs apart more often
     head = _take(name, head_room)
     tail = _take(name[::-1], width - 1 - head_room)[::-1]
-    return f"{head}…{tail}"
+    return f"{head}{mark}{tail}"
 
 
 def print_report_table(
@@ -120,7 +123,10 @@ def print_report_table(
         out: Where to print; its width is the terminal's, or ``COLUMNS``.
     """
     console = console_for(out)
-    names = display_names([str(row["file"]) for row in rows])
+    encoding = console.encoding
+    names = [
+        _encodable(name, encoding) for name in display_names([str(row["file"]) for row in rows])
+    ]
     table = _fitted(console, TOKEN_COLUMNS + CHANGE_COLUMNS, names, rows, total, force=False)
     if table is not None:
         _print_whole(console, out, table)
@@ -150,7 +156,8 @@ def _fitted(
         if not force:
             return None
         room = max(room, _FORCED_NAME)
-    labels = [shorten(name, room) for name in names]
+    mark = _ELLIPSIS if _encodable(_ELLIPSIS, console.encoding) == _ELLIPSIS else _ASCII_ELLIPSIS
+    labels = [shorten(name, room, mark=mark) for name in names]
     return _table(columns, labels, rows, total, _TOTAL_LABEL)
 
 
@@ -199,10 +206,22 @@ def _take(text: str, cells: int) -> str:
     return text
 
 
+def _encodable(text: str, encoding: str) -> str:
+    """``text`` with what ``encoding`` cannot write (on an ASCII or Latin-1 stdout) as ``?``."""
+    try:
+        return text.encode(encoding, "replace").decode(encoding)
+    except LookupError:  # an encoding Python does not know: leave it to the stream
+        return text
+
+
 def _printable(name: str) -> str:
-    """A path from the command line may hold undecodable bytes (surrogates): show them as ``�``."""
+    """A path from the command line as one line of plain text.
+
+    Undecodable bytes (surrogates) show as ``�``; control characters (a newline
+    would wrap the row, ESC would reach the terminal) are escaped.
+    """
     try:
         data = name.encode("utf-8", "surrogateescape")  # how Python decoded the argument
     except UnicodeEncodeError:
         data = name.encode("utf-8", "surrogatepass")
-    return data.decode("utf-8", "replace")
+    return escape_controls(data.decode("utf-8", "replace"))

@@ -7,8 +7,8 @@ Run by ``test_restart.py`` in a fresh interpreter, once per process of the story
 ``ENTRY`` is ``hook-ephemeral``, ``hook-persist`` or ``middleware``; ``PATH`` is
 ``sync`` (``SqliteSaver``) or ``async`` (``AsyncSqliteSaver``); ``PHASE`` is
 ``first`` (the task, half the steps), ``second`` (a restart: the user says go on)
-or ``forged`` (a restart where the user's message carries a mark copied from the
-pipeline's summary). The scripted model and the counting summarizer stand in
+``forged`` (a restart where the user's message carries a mark copied from the
+pipeline's summary), or ``whole`` (the whole task in one process, for comparison). The scripted model and the counting summarizer stand in
 for the remote model; everything else (graph, checkpointer, pipeline) is real.
 """
 
@@ -112,10 +112,10 @@ async def main(entry: str, path: str, db: str, phase: str, out: str) -> None:
     warnings = Warnings()
     logging.getLogger("langchain_context_pipeline").addHandler(warnings)
     summarizer = CountingSummarizer()
-    first = phase == "first"
+    first = phase in ("first", "whole")
     model = ScriptedToolModel(
         start=0 if first else HALF,
-        steps=HALF if first else STEPS,
+        steps=HALF if phase == "first" else STEPS,
         probe=lambda: len(summarizer.calls),
     )
     extra: dict[str, Any] = {}
@@ -146,7 +146,7 @@ async def main(entry: str, path: str, db: str, phase: str, out: str) -> None:
             before = await agent.aget_state(CONFIG)
             state = await agent.ainvoke(payload(before), CONFIG)
     result = {**report(model, summarizer, state), **extra, "warnings": warnings.texts}
-    if first:
+    if phase == "first":
         shown_last = result["last_request_summaries"]
         Path(f"{out}.first-summary").write_text(json.dumps(shown_last[0] if shown_last else None))
     Path(out).write_text(json.dumps(result))

@@ -101,6 +101,18 @@ def test_a_restart_in_a_new_process_reuses_the_summary(
         assert second["control_calls"] == 1
 
 
+@pytest.mark.parametrize("entry", ENTRIES)
+def test_a_restart_costs_no_summary_one_process_would_not_write(entry: str, tmp_path: Path) -> None:
+    """Over the whole task, not only its first request: the two processes together
+    call the summarizer no more often than one process running the task through."""
+    db = tmp_path / "checkpoints.sqlite"
+    first = process(entry, "sync", db, "first")
+    second = process(entry, "sync", db, "second")
+    whole = process(entry, "sync", tmp_path / "whole.sqlite", "whole")
+    assert first["summarizer_calls"] >= 1 and second["summarizer_calls"] >= 1
+    assert first["summarizer_calls"] + second["summarizer_calls"] <= whole["summarizer_calls"]
+
+
 @pytest.mark.parametrize("path", ["sync", "async"])
 @pytest.mark.parametrize("entry", ENTRIES)
 def test_a_copied_mark_in_the_users_message_is_not_trusted_after_a_restart(

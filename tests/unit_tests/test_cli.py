@@ -284,3 +284,18 @@ def test_load_transcript_at_top_level_loads_the_cli_only_when_used() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=False)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "191"
+
+
+def test_a_control_character_in_a_file_name_does_not_reach_the_terminal(tmp_path: Path) -> None:
+    missing = tmp_path / "no\x1b[2Jfile.json"
+    code, _, err = run("report", str(missing))
+    assert_user_error(code, err, "no\\x1b[2Jfile.json", "cannot read")
+    assert "\x1b" not in err
+
+
+def test_compress_names_a_file_with_a_control_character_escaped(tmp_path: Path) -> None:
+    source = tmp_path / "run\x1b[2J.json"
+    source.write_text(PVLIB.read_text(encoding="utf-8"), encoding="utf-8")
+    code, _, err = run("compress", str(source), "-o", str(tmp_path / "out.json"))
+    assert code == 0, err
+    assert "run\\x1b[2J.json: " in err and "\x1b" not in err

@@ -37,9 +37,11 @@ def console(
     stdin: bytes = b"",
     unset: tuple[str, ...] = (),
     command: list[str] | None = None,
+    extra_env: dict[str, str] | None = None,
 ) -> subprocess.CompletedProcess[bytes]:
     """Run the console script from the repository root; outputs as bytes."""
     env = {key: value for key, value in os.environ.items() if key not in unset}
+    env.update(extra_env or {})
     env.pop("COLUMNS", None)
     if columns is not None:
         env["COLUMNS"] = str(columns)
@@ -155,6 +157,29 @@ def test_report_table_fits_and_shows_names_and_whole_numbers(
                 assert cells[:5] == wanted[:5]  # msgs and the four token columns, whole
     assert f"{figures['total']['tokens_before']:,}" in text
     assert f"{figures['total']['after_truncate']:,}" in text
+
+
+@pytest.mark.parametrize("encoding", ["ascii", "latin-1"])
+def test_the_table_on_a_stdout_that_is_not_utf8(tmp_path: Path, encoding: str) -> None:
+    """A cut name's mark and a name's letters the encoding lacks print, no UnicodeEncodeError."""
+    text = (ROOT / PVLIB).read_text(encoding="utf-8")
+    names = ["café_" + "long_" * 12 + "run.json", "日本語_" + "x" * 60 + ".json", "plain.json"]
+    for name in names:
+        (tmp_path / name).write_text(text, encoding="utf-8")
+    done = console(
+        "report",
+        *(str(tmp_path / name) for name in names),
+        columns=80,
+        extra_env={"PYTHONIOENCODING": encoding},
+    )
+    assert done.returncode == 0, done.stderr.decode("utf-8", "replace")
+    out = done.stdout.decode(encoding)  # strict: written in the stream's own encoding
+    labels = [line.split()[0] for line in out.splitlines() if line.strip()]
+    assert any(label.startswith("caf") and "~" in label for label in labels), out
+    assert any(label.startswith("???_") for label in labels), out  # no Japanese in either
+    assert any(label == "plain.json" for label in labels), out
+    one = json.loads(console("report", PVLIB, "--json").stdout)["total"]["tokens_before"]
+    assert f"{3 * one:,}" in out  # the three copies' total, whole
 
 
 # --- every mistake: one line, exit 2 ------------------------------------------------------
@@ -294,6 +319,27 @@ def test_compress_writes_lone_surrogates_back_escaped(tmp_path: Path) -> None:
     assert found == "openai"
     assert [m.content for m in back] == [m.content for m in original]
     assert back[2].tool_calls == original[2].tool_calls
+
+
+@pytest.mark.skipif(not Path("/dev/full").exists(), reason="needs /dev/full")
+@pytest.mark.parametrize(
+    "argv", [["report", PVLIB], ["report", PVLIB, "--json"], ["compress", PVLIB]]
+)
+def test_a_full_disk_on_stdout_is_a_one_line_mistake(argv: list[str]) -> None:
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+    }
+    with open("/dev/full", "w") as full:
+        done = subprocess.run(
+            [*COMMAND, *argv], stdout=full, stderr=subprocess.PIPE, cwd=ROOT, env=env, timeout=120
+        )
+    err = done.stderr.decode("utf-8")
+    assert done.returncode == 2, err
+    assert "Traceback" not in err and "Exception ignored" not in err, err
+    assert err.splitlines()[-1] == (
+        "context-pipeline: error: cannot write the output: No space left on device"
+    )
 
 
 def test_a_reader_that_stops_early_gets_no_traceback() -> None:

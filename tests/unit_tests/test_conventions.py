@@ -137,7 +137,7 @@ def test_any_threshold_is_a_budget_or_a_value_error_naming_it(value: Any) -> Non
         assert normalized[0] == "fraction" and 0 < normalized[1] <= 1
 
 
-@pytest.mark.parametrize("value", [("tokens", -1), ("fraction", 0.2), 1.5])
+@pytest.mark.parametrize("value", [("tokens", -1), ("fraction", 0.2), 1.5, -1, -2])
 def test_a_bad_tail_budget_names_the_argument_and_the_value(value: Any) -> None:
     with pytest.raises(ValueError, match="tail_budget") as info:
         ContextPipeline(threshold=8000, tail_budget=value)
