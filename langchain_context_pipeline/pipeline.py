@@ -38,7 +38,7 @@ from langchain_context_pipeline.report import CompressionReport, CompressionResu
 from langchain_context_pipeline.settings import PipelineSettings
 from langchain_context_pipeline.summary_memory import Prefixes, StoreRead, StoreWrite, SummaryMemory
 from langchain_context_pipeline.tokens import estimate_message_tokens, resolve_token_counter
-from langchain_context_pipeline.truncate import minimal_request, note_room, removal_note, truncate
+from langchain_context_pipeline.truncate import NotePricer, minimal_request, note_room, truncate
 
 __all__ = ["ContextPipeline"]
 
@@ -263,15 +263,8 @@ class ContextPipeline(MessagesRunnable):
             for u in units
         ]
         fixed = meter.span(messages, 0, base)
-        index_chars = note_room(limit, 0, meter)[0]
-
-        def note(drop: int) -> int:
-            """The removal note's tokens when units ``[0, drop)`` go (pruned by then)."""
-            if not any(not stays[j] for j in range(drop)):
-                return 0
-            gone = [pruned[i] for j in range(drop) if not stays[j] for i in range(*units[j])]
-            return meter.one(removal_note(gone, index_chars))
-
+        # The note is priced without building it at every step (see ``NotePricer``).
+        note = NotePricer(pruned, units, stays, note_room(limit, 0, meter)[0], meter)
         cuts = settle(
             raw_costs,
             pruned_costs,
