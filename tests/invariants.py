@@ -70,3 +70,30 @@ def snapshot(messages: Sequence[BaseMessage]) -> list[Any]:
     serialise arguments nested a few hundred levels deep, which agents can send).
     """
     return [(type(m), deepcopy(dict(m))) for m in messages]
+
+
+def smallest_request_tokens(messages: Sequence[BaseMessage], head_count: int) -> int:
+    """Tokens (by the default estimate) of the smallest request truncation may send.
+
+    The system messages whole, the head's other messages that are not tool units
+    (the task) and the newest unit each cut to its minimum (the newest unit's
+    reasoning blocks whole, as a provider requires), and one removal note: when this
+    fits the threshold, a request within it exists and ``compress`` must not raise.
+    """
+    from langchain_context_pipeline._meter import Meter
+    from langchain_context_pipeline._units import Split
+    from langchain_context_pipeline.tokens import estimate_tokens
+    from langchain_context_pipeline.truncate import _shrink, minimal_request
+
+    if not messages:
+        return 0
+    meter = Meter(estimate_tokens)
+    where = Split.of(messages, head_count)
+    tokens = meter.total(minimal_request(messages, where, meter)[0])
+    last = where.units[-1]
+    for start, end in where.units:
+        task = end - start == 1 and not call_ids(messages[start])
+        if end <= where.head_end and (start, end) != last and task and start not in where.systems:
+            m = messages[start]
+            tokens += meter.one(_shrink(m, meter.one(m), meter, drop_reasoning=True))
+    return tokens
