@@ -234,7 +234,7 @@ class ContextPipeline(MessagesRunnable):
         return room if room >= self.condenser.settings.min_summary_tokens else None
 
     def _low_water(self, limit: int) -> int:
-        """Tokens a compaction brings the request down to (``low_water`` of ``limit``)."""
+        """Tokens a truncation brings the request down to (``low_water`` of ``limit``)."""
         return max(1, int(self.settings.low_water * limit))
 
     def _settle(
@@ -343,8 +343,9 @@ class ContextPipeline(MessagesRunnable):
         if self.condenser is None:
             # Hysteresis: the prune boundary and the truncation cut move only when the
             # request would overflow with them as they stand; then everything older
-            # than the tail is pruned and, if that is not enough, truncation brings the
-            # request down to the low-water mark (see ``_hysteresis``).
+            # than the tail is pruned and, only if that is not enough, truncation brings
+            # the request down to the low-water mark (see ``_hysteresis``): no cut
+            # (``first`` None) when what fits once pruned needs none.
             base = substituted_end if report.summary_reused else where.head_end
             cuts, units = self._settle(work, where, base, limit, tail, meter)
             tail_start = units[cuts.prune][0] if cuts.prune < len(units) else len(work)

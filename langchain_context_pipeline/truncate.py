@@ -2,13 +2,19 @@
 
 Keeps the head (the task), every system message, the last unit (the newest
 message is never dropped), prior pipeline summaries where they fit, then as many
-whole tail units as fit, and one note saying how many messages were removed. When
-what must be kept exceeds the budget by itself, the largest kept messages are cut
-with visible markers (any oversized value: text, tool arguments of every shape,
-blocks of any kind), as many as needed: reasoning blocks only then, whole, the task
-after them and system messages last. When the system messages alone exceed the
-budget, :class:`~langchain_context_pipeline.errors.BudgetError` says so; an entry
-point that must send something all the same (the agent middleware) sends
+whole tail units as fit, and one note saying how many messages were removed; a
+note never replaces what costs no more than the note (then all is kept and cut
+instead). The head is the task, not a promise to keep a tool unit at any price:
+when what must be kept does not fit, the head's tool units may go like the
+middle's (its other messages stay). When what must be kept still exceeds the
+budget, the largest kept messages are cut with visible markers (any oversized
+value: text, tool arguments of every shape, blocks of any kind), as many as
+needed: reasoning blocks only then, whole, the task after them and system
+messages last. The last unit's reasoning blocks are never cut or dropped (a
+provider rejects the newest tool-use turn without its thinking block). When the
+system messages alone, or what must be kept at its minimum, exceed the budget,
+:class:`~langchain_context_pipeline.errors.BudgetError` says so; an entry point
+that must send something all the same (the agent middleware) sends
 :func:`minimal_request` instead.
 """
 

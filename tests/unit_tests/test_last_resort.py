@@ -5,11 +5,18 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from invariants import assert_pairs_kept
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from strategies_shapes import conversations
 
 from langchain_context_pipeline import BudgetError, ContextPipeline, estimate_tokens, hard_truncate
 from langchain_context_pipeline import digest as digest_module
+from langchain_context_pipeline._blocks import call_ids as call_ids_of
+from langchain_context_pipeline._meter import Meter
+from langchain_context_pipeline._note import NotePricer, note_room, removal_note
+from langchain_context_pipeline._units import group_units, is_system
 from langchain_context_pipeline.marks import pipeline_kind
 from langchain_context_pipeline.references import span_ref
 
@@ -174,3 +181,26 @@ def test_settling_the_cuts_reads_each_dropped_message_a_bounded_number_of_times(
         work.append(calls)
     assert work[1] <= 5 * work[0]  # linear: 4x the history, about 4x the work
     assert work[1] <= 4 * 4_000
+
+
+@given(conversations(), st.integers(0, 4_000), st.lists(st.integers(0, 40), max_size=6))
+def test_the_note_pricer_gives_the_built_notes_tokens(
+    history: list[BaseMessage], limit: int, drops: list[int]
+) -> None:
+    # Exact for the default estimate (the index's references name each call's own
+    # result: the generated call ids are unique per conversation or per turn).
+    units = group_units(history)
+    stays = [any(is_system(history[i]) for i in range(*u)) for u in units]
+    meter = Meter(estimate_tokens)
+    index_chars = note_room(limit, 0, meter)[0]
+    pricer = NotePricer(history, units, stays, index_chars, meter)
+    for drop in drops:  # growing and shrinking: the pricer reads on or starts over
+        drop = min(drop, len(units))
+        gone = [history[i] for j in range(drop) if not stays[j] for i in range(*units[j])]
+        built = meter.one(removal_note(gone, index_chars)) if gone else 0
+        if len({c for m in gone for c in call_ids_of(m)}) == len(
+            [c for m in gone for c in call_ids_of(m)]
+        ):
+            assert pricer(drop) == built
+        else:
+            pricer(drop)
