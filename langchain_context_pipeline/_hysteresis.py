@@ -20,7 +20,10 @@ unit by unit (every prefix of the list is an earlier state of the same
 conversation) and moves a cut only at a prefix that would overflow the limit with
 the cuts as they stand. Each call on the grown list replays the same history up to
 the previous list's end, finds the same cuts, and moves them only if the new turns
-overflow. The replay is linear: both cuts only move forward.
+overflow. The prune cut only moves forward; the truncation cut too, except that it
+goes back to nothing when pruning alone brings a compaction under the limit, which
+can happen only while the pruned history fits the limit (so the replay stays linear
+in a long history; the note's price is read incrementally, see ``NotePricer``).
 """
 
 from __future__ import annotations
