@@ -82,8 +82,8 @@ def smallest_request_tokens(messages: Sequence[BaseMessage], head_count: int) ->
     """
     from langchain_context_pipeline._meter import Meter
     from langchain_context_pipeline._units import Split
-    from langchain_context_pipeline.tokens import estimate_tokens
     from langchain_context_pipeline.marks import pipeline_kind
+    from langchain_context_pipeline.tokens import estimate_tokens
     from langchain_context_pipeline.truncate import _shrink, minimal_request, removal_note
 
     if not messages:
