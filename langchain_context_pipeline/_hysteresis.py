@@ -5,7 +5,9 @@ little at every turn re-sends everything after it uncached; a cut that moves onl
 when the request would overflow, and then far enough to bring it down to the
 low-water mark, leaves the next turns appending to an unchanged prefix. Pruning
 costs nothing and loses no turn, so a compaction prunes everything older than the
-tail; truncation then drops only what it must to reach the low-water mark.
+tail; truncation is the last resort: only when pruning leaves the request over the
+limit does it drop the oldest turns, then down to the low-water mark, and never a
+span that costs no more than the note replacing it.
 
 The pipeline settles its cuts this way when it has no summarizer; with one, a
 summary is written only when pruning cannot bring a request under the limit (a
@@ -18,7 +20,10 @@ unit by unit (every prefix of the list is an earlier state of the same
 conversation) and moves a cut only at a prefix that would overflow the limit with
 the cuts as they stand. Each call on the grown list replays the same history up to
 the previous list's end, finds the same cuts, and moves them only if the new turns
-overflow. The replay is linear: both cuts only move forward.
+overflow. The prune cut only moves forward; the truncation cut too, except that it
+goes back to nothing when pruning alone brings a compaction under the limit, which
+can happen only while the pruned history fits the limit (so the replay stays linear
+in a long history; the note's price is read incrementally, see ``NotePricer``).
 """
 
 from __future__ import annotations
@@ -58,8 +63,9 @@ def settle(
         stays: units truncation never drops (system messages, earlier summaries).
         fixed: tokens before the first unit (the head, a carried summary).
         limit: a prefix over this many tokens, with the cuts as they stand, compacts.
-        low_water: a compaction that pruning leaves above this many tokens drops the
-            oldest units (those that may go) until the prefix is down to it.
+        low_water: a compaction that pruning leaves above ``limit`` drops the oldest
+            units (those that may go) until the prefix is down to this many tokens;
+            one that pruning brings under ``limit`` drops nothing.
         tail_budget: the newest units within this many tokens are never pruned (the
             last unit never is).
         note: tokens of the note that stands where truncation dropped units
@@ -74,11 +80,13 @@ def settle(
         Cuts(prune=7, drop=0)
     """
     prune = drop = tail = 0
-    size = fixed  # the prefix's tokens with the cuts as they stand, the note aside
+    full = fixed  # the prefix's tokens with the prune cut as it stands, nothing dropped
+    size = fixed  # the same with the drop cut too, the note aside
     noted = 0  # the note's tokens, once something is dropped
     tail_tokens = 0
     for end in range(1, len(raw) + 1):
         newest = end - 1
+        full += raw[newest]
         size += raw[newest]
         tail_tokens += raw[newest]
         while tail < newest and tail_tokens > tail_budget:
@@ -88,10 +96,13 @@ def settle(
             continue
         # Prune everything older than the tail: free, and the lowest landing.
         while prune < tail:
+            full -= raw[prune] - pruned[prune]
             if prune >= drop:
                 size -= raw[prune] - pruned[prune]
             prune += 1
-        if size + noted <= low_water:
+        if full <= limit:
+            # Truncation is the last resort: what fits once pruned drops nothing.
+            drop, size, noted = 0, full, 0
             continue
         # The note lists what it replaces, so its size follows the cut: move the cut
         # by the note's price so far, then price the note again, until both fit.
@@ -101,5 +112,8 @@ def settle(
                     size -= pruned[drop] if drop < prune else raw[drop]
                 drop += 1
             noted = note(drop)
+        if full - size <= noted:
+            # A note never replaces what costs no more than the note.
+            drop, size, noted = 0, full, 0
         prune = max(prune, drop)
     return Cuts(prune, drop)

@@ -7,7 +7,7 @@ error message and is the same for the same input.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
@@ -140,21 +140,37 @@ def _tool_lines(
 
 def _fit(lines: list[str], room: int, keep: str) -> list[str]:
     """Keep whole lines within ``room`` chars, preferring the ``keep`` end."""
+    if keep != "first":
+        return _fit_newest(reversed(lines), len(lines), room)
     chosen: list[str] = []
     used = 0
-    ordered = lines if keep == "first" else list(reversed(lines))
-    for line in ordered:
+    for line in lines:
         if used + len(line) + 1 > room:
             break
         chosen.append(line)
         used += len(line) + 1
     omitted = len(lines) - len(chosen)
-    if keep != "first":
-        chosen.reverse()
     if omitted:
-        note = f"({omitted} {'later' if keep == 'first' else 'earlier'} entries omitted)"
-        chosen = [*chosen, note] if keep == "first" else [note, *chosen]
+        chosen.append(f"({omitted} later entries omitted)")
     return chosen
+
+
+def _fit_newest(newest_first: Iterable[str], total: int, room: int) -> list[str]:
+    """Keep the newest whole lines within ``room`` chars, in order, of ``total`` lines.
+
+    Reads ``newest_first`` only as far as the lines fit (so a long history costs
+    what fits, not its length).
+    """
+    chosen: list[str] = []
+    used = 0
+    for line in newest_first:
+        if used + len(line) + 1 > room:
+            break
+        chosen.append(line)
+        used += len(line) + 1
+    chosen.reverse()
+    omitted = total - len(chosen)
+    return [f"({omitted} earlier entries omitted)", *chosen] if omitted else chosen
 
 
 def build_index(middle: Sequence[BaseMessage], max_chars: int, *, what: str = "condensed") -> str:
@@ -164,29 +180,57 @@ def build_index(middle: Sequence[BaseMessage], max_chars: int, *, what: str = "c
     paths, commands and requests of condensed turns stay findable whatever the
     model wrote. The newest entries are kept first when not all fit.
     """
-    entries: list[str] = []
-    refs: list[str] = []
     results = {cid: m for m in middle for cid in result_ids(m)}
+    newest: dict[str, str] = {}
     for message in middle:
-        if isinstance(message, HumanMessage) and not pipeline_kind(message):
-            text = message_text(message).strip()
-            if text:
-                entries.append("- user: " + shorten(text, 100))
-                refs.append(message_ref(message))
-        for cid, name, call_args in _calls(message):
-            args = call_args if isinstance(call_args, Mapping) else {}
-            target = call_target(args)
-            entries.append(f"- {name}: {shorten(target, 100)}" if target else "")
-            # The entry names the call's result (recall gives it with the call's args).
-            refs.append(message_ref(results.get(cid, message)))
-    # A file read ten times is listed once, where it was last used, with that reference.
-    newest = {entry: i for i, entry in enumerate(entries) if entry}
-    order = sorted(newest, key=newest.__getitem__)
-    entries = [f"{entry} {format_ref(refs[newest[entry]])}" for entry in order]
-    if not entries or max_chars < 60:
+        add_entries(newest, index_entries(message, results))
+    return render_index(newest, max_chars, what=what)
+
+
+def index_entries(
+    message: BaseMessage, results: Mapping[str, BaseMessage]
+) -> list[tuple[str, str]]:
+    """Return the index entries of one message, with the reference each names.
+
+    A user request, and each tool call with a target (its reference is its
+    result's, found in ``results`` by call id: recall gives it with the call's args).
+    """
+    entries: list[tuple[str, str]] = []
+    if isinstance(message, HumanMessage) and not pipeline_kind(message):
+        text = message_text(message).strip()
+        if text:
+            entries.append(("- user: " + shorten(text, 100), message_ref(message)))
+    for call in _calls(message):
+        cid, name = call.id, call.name
+        args = call.args if isinstance(call.args, Mapping) else {}
+        target = call_target(args)
+        if target:
+            entries.append(
+                (f"- {name}: {shorten(target, 100)}", message_ref(results.get(cid, message)))
+            )
+    return entries
+
+
+def add_entries(newest: dict[str, str], entries: Iterable[tuple[str, str]]) -> None:
+    """Add ``entries`` to ``newest`` (entry -> reference, oldest first).
+
+    A file read ten times is listed once, where it was last used, with that reference.
+    """
+    for entry, ref in entries:
+        newest.pop(entry, None)
+        newest[entry] = ref
+
+
+def render_index(newest: dict[str, str], max_chars: int, *, what: str) -> str:
+    """Return the index text of ``newest`` (see :func:`add_entries`) within ``max_chars``.
+
+    Only the entries that fit are read, newest first.
+    """
+    if not newest or max_chars < 60:
         return ""
     header = f"Index of the {what} turns (mechanical):"
-    kept = _fit(entries, max_chars - len(header) - 1, keep="last")
+    lines = (f"{entry} {format_ref(ref)}" for entry, ref in reversed(newest.items()))
+    kept = _fit_newest(lines, len(newest), max_chars - len(header) - 1)
     if not any(line.startswith("- ") for line in kept):
         return ""  # not even one entry fits: no index rather than an empty one
     return "\n".join([header, *kept])

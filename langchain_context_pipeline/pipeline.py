@@ -41,7 +41,7 @@ from langchain_context_pipeline.settings import PipelineSettings, settings_or_mo
 from langchain_context_pipeline.summary_memory import Prefixes, StoreRead, StoreWrite, SummaryMemory
 from langchain_context_pipeline.threshold import token_count
 from langchain_context_pipeline.tokens import estimate_message_tokens, resolve_token_counter
-from langchain_context_pipeline.truncate import minimal_request, note_room, removal_note, truncate
+from langchain_context_pipeline.truncate import NotePricer, minimal_request, note_room, truncate
 
 __all__ = ["ContextPipeline"]
 
@@ -239,7 +239,7 @@ class ContextPipeline(MessagesRunnable):
         return room if room >= self.condenser.settings.min_summary_tokens else None
 
     def _low_water(self, limit: int) -> int:
-        """Tokens a compaction brings the request down to (``low_water`` of ``limit``)."""
+        """Tokens a truncation brings the request down to (``low_water`` of ``limit``)."""
         return max(1, int(self.settings.low_water * limit))
 
     def _settle(
@@ -268,15 +268,8 @@ class ContextPipeline(MessagesRunnable):
             for u in units
         ]
         fixed = meter.span(messages, 0, base)
-        index_chars = note_room(limit, 0, meter)[0]
-
-        def note(drop: int) -> int:
-            """The removal note's tokens when units ``[0, drop)`` go (pruned by then)."""
-            if not any(not stays[j] for j in range(drop)):
-                return 0
-            gone = [pruned[i] for j in range(drop) if not stays[j] for i in range(*units[j])]
-            return meter.one(removal_note(gone, index_chars))
-
+        # The note is priced without building it at every step (see ``NotePricer``).
+        note = NotePricer(pruned, units, stays, note_room(limit, 0, meter)[0], meter)
         cuts = settle(
             raw_costs,
             pruned_costs,
@@ -355,8 +348,9 @@ class ContextPipeline(MessagesRunnable):
         if self.condenser is None:
             # Hysteresis: the prune boundary and the truncation cut move only when the
             # request would overflow with them as they stand; then everything older
-            # than the tail is pruned and, if that is not enough, truncation brings the
-            # request down to the low-water mark (see ``_hysteresis``).
+            # than the tail is pruned and, only if that is not enough, truncation brings
+            # the request down to the low-water mark (see ``_hysteresis``): no cut
+            # (``first`` None) when what fits once pruned needs none.
             base = substituted_end if report.summary_reused else where.head_end
             cuts, units = self._settle(work, where, base, limit, tail, meter)
             tail_start = units[cuts.prune][0] if cuts.prune < len(units) else len(work)

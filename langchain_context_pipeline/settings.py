@@ -139,6 +139,10 @@ class CondenseSettings:
 DEFAULT_TAIL_CAP = 8000
 """The default ``tail_budget`` is ``min(DEFAULT_TAIL_CAP, threshold // 4)``."""
 
+DEFAULT_LOW_WATER = 0.5
+"""The default ``low_water``: the one place it is set (chosen by measurement, see
+``BENCHMARKS.md``)."""
+
 
 class _DerivedTail:
     """The default of ``tail_budget``: derived from the threshold (no number a caller gives)."""
@@ -172,11 +176,12 @@ class PipelineSettings:
     ``("tokens", n)``); left out, it becomes ``min(8000, threshold // 4)``."""
     head_count: int = 2
     """The first N messages (the task), kept verbatim when they are whole units."""
-    low_water: float = 0.5
-    """Hysteresis: the share of the threshold a compaction brings a request down to.
+    low_water: float = DEFAULT_LOW_WATER
+    """Hysteresis: the share of the threshold a truncation brings a request down to.
     Without a summarizer, the prune boundary and the truncation cut move only when a
     request would overflow with them as they stand; then everything older than the
-    tail is pruned and, when that is not enough, truncation drops the oldest turns
+    tail is pruned and, only when that is not enough (truncation is the last resort:
+    what fits once pruned drops nothing), truncation drops the oldest turns
     down to ``low_water x threshold``, so the next turns append to an unchanged
     prefix that a provider's prompt cache reuses (1: truncation drops only what the
     threshold needs). With a summarizer, the tail starts at checkpoints

@@ -2,26 +2,31 @@
 
 Keeps the head (the task), every system message, the last unit (the newest
 message is never dropped), prior pipeline summaries where they fit, then as many
-whole tail units as fit, and one note saying how many messages were removed. When
-what must be kept exceeds the budget by itself, the largest kept messages are cut
-with visible markers (any oversized value: text, tool arguments of every shape,
-blocks of any kind), as many as needed: reasoning blocks only then, whole, the task
-after them and system messages last. When the system messages alone exceed the
-budget, :class:`~langchain_context_pipeline.errors.BudgetError` says so; an entry
-point that must send something all the same (the agent middleware) sends
+whole tail units as fit, and one note saying how many messages were removed; a
+note never replaces what costs no more than the note (then all is kept and cut
+instead). The head is the task, not a promise to keep a tool unit at any price:
+when what must be kept does not fit, the head's tool units may go like the
+middle's (its other messages stay). When what must be kept still exceeds the
+budget, the largest kept messages are cut with visible markers (any oversized
+value: text, tool arguments of every shape, blocks of any kind), as many as
+needed: reasoning blocks only then, whole, the task after them and system
+messages last. The last unit's reasoning blocks are never cut or dropped (a
+provider rejects the newest tool-use turn without its thinking block). When the
+system messages alone, or what must be kept at its minimum, exceed the budget,
+:class:`~langchain_context_pipeline.errors.BudgetError` says so; an entry point
+that must send something all the same (the agent middleware) sends
 :func:`minimal_request` instead.
 """
 
 from __future__ import annotations
 
-import hashlib
 import logging
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
+from langchain_core.messages import AIMessage, BaseMessage
 
 from langchain_context_pipeline._blocks import (
     CALL_BLOCKS,
@@ -29,19 +34,30 @@ from langchain_context_pipeline._blocks import (
     RESULT_BLOCKS,
     RESULT_CONTENT,
     block_type,
+    call_ids,
+    is_reasoning,
+    result_ids,
 )
 from langchain_context_pipeline._checks import check_int
 from langchain_context_pipeline._coerce import coerce_messages
 from langchain_context_pipeline._meter import Meter
+from langchain_context_pipeline._note import NotePricer, note_room, removal_note
 from langchain_context_pipeline._trim import cut_middle, replace_text, with_cut_args, without_args
 from langchain_context_pipeline._units import Split, snap_forward
-from langchain_context_pipeline.digest import build_index
 from langchain_context_pipeline.errors import BudgetError
-from langchain_context_pipeline.marks import pipeline_kind, pipeline_mark
-from langchain_context_pipeline.references import format_ref, message_ref, span_ref
+from langchain_context_pipeline.marks import pipeline_kind
+from langchain_context_pipeline.references import format_ref, message_ref
 from langchain_context_pipeline.tokens import message_text, resolve_token_counter
 
-__all__ = ["TruncateStats", "hard_truncate", "minimal_request", "truncate"]
+__all__ = [
+    "NotePricer",
+    "TruncateStats",
+    "hard_truncate",
+    "minimal_request",
+    "note_room",
+    "removal_note",
+    "truncate",
+]
 
 logger = logging.getLogger("langchain_context_pipeline")
 
@@ -56,49 +72,6 @@ class TruncateStats:
     """Kept messages cut in the middle to fit."""
     tokens_after: int = 0
     """Tokens of the whole list after truncation (set by the pipeline)."""
-
-
-_NOTE_CHARS = 100
-"""Room for the note's first line."""
-
-
-def removal_note(dropped: Sequence[BaseMessage], index_chars: int = 0) -> HumanMessage:
-    """Return the note that stands where ``dropped`` messages were removed.
-
-    With ``index_chars``, the note also lists (newest first, within that size)
-    the user requests and the paths and commands of the removed turns.
-    """
-    key = hashlib.sha256()
-    for m in dropped:
-        key.update((m.id or message_text(m)[:200]).encode("utf-8", "surrogatepass"))
-    span = span_ref(dropped) if dropped else ""
-    named = f" ({format_ref(span)})" if span else ""
-    content = f"[{len(dropped)} earlier messages were removed to fit the context window{named}.]"
-    index = build_index(dropped, index_chars, what="removed") if index_chars else ""
-    content = f"{content}\n{index}" if index else content
-    note_id = f"context-note-{key.hexdigest()[:20]}"
-    fields: dict[str, Any] = {"dropped": len(dropped)}
-    if span:
-        fields["span"] = span
-    return HumanMessage(
-        content=content,
-        id=note_id,
-        response_metadata=pipeline_mark("note", content, note_id, **fields),
-    )
-
-
-def note_room(budget: int, used: int, meter: Meter) -> tuple[int, int]:
-    """Return the removal note's index size (chars) and its cost in tokens.
-
-    The note lists what it replaces in up to a twentieth of the budget, when that
-    fits beside the ``used`` tokens of what must be kept.
-    """
-    index_chars = min(budget // 20, 1000) * 4
-    note_cost = meter.one(HumanMessage("x" * (_NOTE_CHARS + index_chars)))
-    if used + note_cost > budget:
-        index_chars = 0
-        note_cost = meter.one(HumanMessage("x" * _NOTE_CHARS))
-    return index_chars, note_cost
 
 
 def _slim_blocks(content: list[Any], drop_reasoning: bool, ref: str = "") -> list[Any]:
@@ -203,6 +176,12 @@ class _Plan:
     index_chars: int = 0
 
 
+def _is_tool_unit(messages: Sequence[BaseMessage], unit: tuple[int, int]) -> bool:
+    """Whether ``unit`` is a tool unit (a call and its results, or a lone result)."""
+    opener = messages[unit[0]]
+    return unit[1] - unit[0] > 1 or bool(call_ids(opener)) or bool(result_ids(opener))
+
+
 def _select(
     messages: Sequence[BaseMessage],
     where: Split,
@@ -213,14 +192,25 @@ def _select(
     n = len(messages)
     units = where.units
     h = where.head_end
-    mandatory = [
-        u
-        for u in units
-        if u[1] <= h or u == units[-1] or any(i in where.systems for i in range(*u))
-    ]
-    keep: set[int] = {i for u in mandatory for i in range(*u)}
-    used = sum(meter.one(messages[i]) for i in keep)
+    last = units[-1]
+
+    def pinned(u: tuple[int, int]) -> bool:
+        return u == last or any(i in where.systems for i in range(*u))
+
+    mandatory = [u for u in units if u[1] <= h or pinned(u)]
+    used = sum(meter.span(messages, *u) for u in mandatory)
     index_chars, note_cost = note_room(budget, used, meter)
+    head_tools = [
+        u for u in mandatory if u[1] <= h and not pinned(u) and _is_tool_unit(messages, u)
+    ]
+    if head_tools and used + note_cost > budget:
+        # The head is the task, not a promise to keep a tool unit at any price: when
+        # what must be kept does not fit, the head's tool units may go like the
+        # middle's (oldest first), its other messages stay.
+        mandatory = [u for u in mandatory if u not in head_tools]
+        used = sum(meter.span(messages, *u) for u in mandatory)
+        index_chars, note_cost = note_room(budget, used, meter)
+    keep: set[int] = {i for u in mandatory for i in range(*u)}
     used += note_cost
     required = set(mandatory)
     summaries: list[tuple[int, int]] = []
@@ -261,10 +251,20 @@ def _select(
         if u[0] >= first:
             keep.update(range(*u))
             used += meter.span(messages, *u)
+    dropped_at = [i for i in range(n) if i not in keep]
+    if dropped_at:
+        # A note never replaces what costs no more than the note: then all is kept.
+        note = meter.one(removal_note([messages[i] for i in dropped_at], index_chars))
+        gone = sum(meter.one(messages[i]) for i in dropped_at)
+        if gone <= note:
+            keep.update(dropped_at)
+            used = meter.span(messages, 0, n)
     shrunk: dict[int, BaseMessage] = {}
     if used > budget:
         # What must be kept does not fit: cut the largest kept messages first, their
-        # reasoning blocks only then, the task after them and system messages last.
+        # reasoning blocks only then (never the last unit's: a provider rejects the
+        # newest tool-use turn without them), the task after them and system
+        # messages last.
         def tier(i: int) -> int:
             return 2 if i in where.systems else 1 if i < h else 0
 
@@ -272,7 +272,7 @@ def _select(
             (i for i in keep if i < n), key=lambda i: (tier(i), -meter.one(messages[i]), i)
         )
         passes = [(i, False) for i in order if tier(i) == 0]
-        passes += [(i, True) for i in order]
+        passes += [(i, i < last[0]) for i in order]
         for i, drop_reasoning in passes:
             excess = used - budget
             if excess <= 0:
@@ -350,9 +350,15 @@ def truncate(
         first = None  # the given cut does not fit: keep what fits instead
     else:
         required = meter.total(out)
+        last = where.units[-1]
+        reasoning = any(
+            not isinstance(messages[i].content, str) and any(map(is_reasoning, messages[i].content))
+            for i in range(*last)
+        )
+        kept = "the last unit, its reasoning blocks whole" if reasoning else "the last unit"
         raise BudgetError(
             f"hard truncation cannot reach the budget of {threshold} tokens: what must be "
-            f"kept (head, system messages, the last unit), each cut to its minimum, still "
+            f"kept (head, system messages, {kept}), each cut to its minimum, still "
             f"takes {required} tokens",
             required=required,
             budget=threshold,

@@ -61,9 +61,9 @@ MUTANTS = [
     ),
     (
         "determinism: the removal note gets a random id",
-        "truncate.py",
-        'note_id = f"context-note-{key.hexdigest()[:20]}"',
-        'note_id = __import__("uuid").uuid4().hex',
+        "_note.py",
+        'f"context-note-{key.hexdigest()[:20]}"',
+        '__import__("uuid").uuid4().hex',
         "test_deterministic",
     ),
     (
@@ -165,6 +165,27 @@ MUTANTS = [
         "    keep = set(where.systems) | set(range(*last))",
         "    keep = set(where.systems) | {last[0]}",
         "test_properties_shapes.py::test_the_smallest_request_keeps_systems_pairs_and_the_newest_turn",
+    ),
+    (
+        "last resort: a tool unit in the head is kept at any price",
+        "truncate.py",
+        "    if head_tools and used + note_cost > budget:",
+        "    if False:",
+        "test_properties_last_resort.py::test_no_budget_error_when_a_request_within_the_budget_exists",
+    ),
+    (
+        "last resort: the newest turn's reasoning blocks are dropped to fit",
+        "truncate.py",
+        "        passes += [(i, i < last[0]) for i in order]",
+        "        passes += [(i, True) for i in order]",
+        "test_properties_last_resort.py::test_the_newest_turns_reasoning_reaches_the_provider_whole_and_first",
+    ),
+    (
+        "last resort: a removal note replaces what costs no more than the note",
+        "truncate.py",
+        "        if gone <= note:",
+        "        if False:",
+        "test_properties_last_resort.py::test_a_removal_note_never_replaces_what_costs_no_more_than_the_note",
     ),
     (
         "async-only summarizer: not awaited under sync compress",

@@ -70,3 +70,36 @@ def snapshot(messages: Sequence[BaseMessage]) -> list[Any]:
     serialise arguments nested a few hundred levels deep, which agents can send).
     """
     return [(type(m), deepcopy(dict(m))) for m in messages]
+
+
+def smallest_request_tokens(messages: Sequence[BaseMessage], head_count: int) -> int:
+    """Tokens (by the default estimate) of the smallest request truncation may send.
+
+    The system messages whole, the head's other messages that are not tool units
+    (the task) and the newest unit each cut to its minimum (the newest unit's
+    reasoning blocks whole, as a provider requires), and one removal note: when this
+    fits the threshold, a request within it exists and ``compress`` must not raise.
+    """
+    from langchain_context_pipeline._meter import Meter
+    from langchain_context_pipeline._units import Split
+    from langchain_context_pipeline.marks import pipeline_kind
+    from langchain_context_pipeline.tokens import estimate_tokens
+    from langchain_context_pipeline.truncate import _shrink, minimal_request, removal_note
+
+    if not messages:
+        return 0
+    meter = Meter(estimate_tokens)
+    where = Split.of(messages, head_count)
+    smallest = minimal_request(messages, where, meter)[0]
+    tokens = sum(meter.one(m) for m in smallest if pipeline_kind(m) != "note")
+    last = where.units[-1]
+    kept = set(where.systems) | set(range(*last))
+    for start, end in where.units:
+        task = end - start == 1 and not call_ids(messages[start])
+        if end <= where.head_end and (start, end) != last and task and start not in where.systems:
+            m = messages[start]
+            tokens += meter.one(_shrink(m, meter.one(m), meter, drop_reasoning=True))
+            kept.add(start)
+    # The note names what it replaces: its size follows what goes (the task stays).
+    dropped = [m for i, m in enumerate(messages) if i not in kept]
+    return tokens + (meter.one(removal_note(dropped)) if dropped else 0)

@@ -447,3 +447,42 @@ def usage_runs(draw: st.DrawFn) -> UsageRun:
     # high, and a correction learned from it must not carry to the dense output.
     task = "Task: " + text_of([PROSE], draw(st.integers(threshold // 4, 3 * threshold)))
     return UsageRun(task, turns, settings)
+
+
+# -- last resort: tool units in the head, small thresholds, thinking on the newest turn --
+
+
+@st.composite
+def last_resort_runs(draw: st.DrawFn) -> Run:
+    """A :func:`runs` run whose head holds a tool unit of parallel calls after the task,
+    replayed at a few hundred tokens with ``head_count`` 1-4, whose last turn ends in
+    a tool turn opening with a thinking block (its reasoning must reach the provider
+    whole)."""
+    from strategies_shapes import thinking_tool_turn
+
+    run = draw(runs())
+    calls = [
+        {"name": "bash", "args": {"command": draw(texts(1, 200))}, "id": f"hc{j}"}
+        for j in range(draw(st.integers(1, 3)))
+    ]
+    head = [
+        *run.head,
+        AIMessage(draw(texts(1, 300)), tool_calls=calls, id="head-call"),
+        *(
+            ToolMessage(draw(texts(1, 3_000)), tool_call_id=c["id"], id=f"head-{c['id']}")
+            for c in calls
+        ),
+    ]
+    serial = iter(range(100_000))
+    newest = draw(thinking_tool_turn(lambda: f"lr{next(serial)}"))
+    for message in newest:
+        message.id = f"lr{next(serial)}"
+    turns = [*run.turns[:-1], Turn([*run.turns[-1].messages, *newest], run.turns[-1].edits)]
+    threshold = draw(st.integers(300, 1_500))
+    settings = {
+        **run.settings,
+        "threshold": threshold,
+        "tail_budget": draw(st.integers(0, threshold // 2)),
+        "head_count": draw(st.integers(1, 4)),
+    }
+    return Run(head, turns, settings, run.model)

@@ -499,3 +499,91 @@ def tool_results_texted(message: BaseMessage) -> list[tuple[str, str]]:
         elif b.get("type") == "function_call_output":
             out.append((b["call_id"], text_of(b["output"])))
     return out
+
+
+# -- last resort: small thresholds, tool units in the head, thinking on the newest turn --
+
+
+@st.composite
+def thinking_tool_turn(draw: st.DrawFn, ids: Callable[[], str]) -> list[BaseMessage]:
+    """A tool turn whose assistant message starts with a thinking block (as Anthropic's)."""
+    turn = draw(tool_turn(ids))
+    ai = turn[0]
+    content = ai.content if isinstance(ai.content, list) else [ai.content] if ai.content else []
+    content = [b for b in content if not (isinstance(b, dict) and b.get("type") in REASONING)]
+    body = draw(texts(1, 3_000))
+    thinking = {"type": "thinking", "thinking": body, "signature": "sig" + str(len(body))}
+    return [ai.model_copy(update={"content": [thinking, *content]}), *turn[1:]]
+
+
+@st.composite
+def head_tool_conversations(draw: st.DrawFn) -> list[BaseMessage]:
+    """A task with a (parallel) tool unit right after it, so a ``head_count`` of 1-4 may
+    hold it; a few more messages; and a newest tool turn of parallel calls that may
+    open with a thinking block. Ids are unique on every message."""
+    counter = iter(range(100_000))
+
+    def ids() -> str:
+        return str(next(counter))
+
+    out: list[BaseMessage] = []
+    if draw(st.booleans()):
+        out.append(SystemMessage(draw(texts(1, 300)), id="sys"))
+    out.append(HumanMessage(draw(texts(1, 800)), id="task"))
+    # One or two parallel calls right after the task: within a head_count of 3-4.
+    calls = [
+        {"name": "bash", "args": {"command": draw(texts(1, 200))}, "id": f"c{ids()}"}
+        for _ in range(draw(st.integers(1, 2)))
+    ]
+    out.append(AIMessage(draw(texts(0, 300)), tool_calls=calls, id=f"m{ids()}"))
+    out += [ToolMessage(draw(texts(0, 3_000)), tool_call_id=c["id"]) for c in calls]
+    if draw(st.booleans()):
+        out += draw(tool_turn(lambda: f"c{ids()}"))
+    for _ in range(draw(st.integers(0, 3))):
+        out.append(HumanMessage(draw(texts(1, 1_500)), id=f"m{ids()}"))
+    newest = thinking_tool_turn if draw(st.booleans()) else tool_turn
+    out += draw(newest(lambda: f"c{ids()}"))
+    for message in out[1:]:
+        if message.id != "task":
+            message.id = f"m{ids()}"
+    return out
+
+
+@st.composite
+def small_pipelines(draw: st.DrawFn) -> ContextPipeline:
+    """Pipelines at thresholds of a few hundred tokens, with ``head_count`` 1-4."""
+    threshold = draw(st.one_of(st.integers(300, 600), st.integers(600, 1_500)))
+    model = draw(st.sampled_from(["none", "none", "digest"]))
+    return ContextPipeline(
+        threshold=threshold,
+        tail_budget=draw(st.integers(0, threshold // 2)),
+        head_count=draw(st.sampled_from([1, 2, 3, 4, 3, 4])),
+        model=None if model == "none" else DIGEST,
+        tool_output_limit=draw(st.integers(0, 800)),
+    )
+
+
+@st.composite
+def tight_cases(draw: st.DrawFn) -> tuple[list[BaseMessage], ContextPipeline]:
+    """A :func:`head_tool_conversations` history and a pipeline whose threshold is just
+    above (or at) the smallest request that keeps what must be kept, where truncation
+    has the least room to spare; or a :func:`small_pipelines` one."""
+    from invariants import smallest_request_tokens
+
+    history = draw(head_tool_conversations())
+    if draw(st.integers(0, 3)) == 0:
+        return history, draw(small_pipelines())
+    # Half the time the head holds the tool unit after the task (when 4 messages do).
+    opener = next(i for i, m in enumerate(history) if isinstance(m, AIMessage))
+    covering = opener + 1 + len(history[opener].tool_calls)
+    head_count = draw(st.sampled_from([1, 2, 3, 4, min(covering, 4), min(covering, 4)]))
+    spare = draw(st.one_of(st.integers(0, 60), st.integers(0, 300)))
+    threshold = smallest_request_tokens(history, head_count) + spare
+    pipeline = ContextPipeline(
+        threshold=threshold,
+        tail_budget=draw(st.integers(0, threshold // 2)),
+        head_count=head_count,
+        model=draw(st.sampled_from([None, None, DIGEST])),
+        tool_output_limit=draw(st.integers(0, 800)),
+    )
+    return history, pipeline

@@ -151,3 +151,20 @@ def test_truncation_reaches_the_low_water_mark_after_pruning_everything_it_may()
         note=lambda drop: 20,
     )
     assert cuts == Cuts(prune=4, drop=4)
+
+
+def test_a_cut_made_when_pruning_could_not_fit_goes_once_pruning_does() -> None:
+    # The third unit alone overflows: the two before it go. At the next prefix the
+    # third unit is pruned too, the prefix fits without dropping anything, and
+    # nothing is dropped (the cut used to stay where it was, for good).
+    raw, pruned = [100, 100, 600, 100, 100], [10, 10, 10, 10, 10]
+    common = {"fixed": 0, "limit": 500, "low_water": 300, "tail_budget": 200}
+    assert settle(raw[:3], pruned[:3], [False] * 3, **common, note=lambda d: 5) == Cuts(2, 2)
+    assert settle(raw, pruned, [False] * 5, **common, note=lambda d: 5) == Cuts(3, 0)
+
+
+def test_a_cut_is_not_made_for_a_note_that_costs_what_it_replaces() -> None:
+    # Dropping the two pruned units (20 tokens) for a note of 20 saves nothing.
+    raw, pruned = [100, 100, 600], [10, 10, 10]
+    common = {"fixed": 0, "limit": 500, "low_water": 300, "tail_budget": 200}
+    assert settle(raw, pruned, [False] * 3, **common, note=lambda d: 20) == Cuts(2, 0)

@@ -61,13 +61,12 @@ def test_prune_alone_can_be_enough() -> None:
     assert result.messages[3].content.startswith('[bash] "pytest -k case0" -> 1 lines output')
 
 
-def test_a_compaction_goes_down_to_the_low_water_mark() -> None:
-    # Pruning alone leaves this history between half the threshold and the threshold:
-    # without a summarizer, truncation takes each compaction down to the low-water
-    # mark, so the next turns append to an unchanged prefix.
+def test_a_compaction_that_pruning_fits_drops_nothing() -> None:
+    # Pruning alone brings each compaction of this run between half the threshold and
+    # the threshold: truncation is the last resort, so nothing is dropped (the
+    # low-water mark is the target of a truncation, not a reason for one), and the
+    # requests between compactions still append to an unchanged prefix.
     messages = agent_history()
-    pruned = ContextPipeline(threshold=16_000, tail_budget=4000, low_water=1.0).compress(messages)
-    assert 8000 < pruned.report.tokens_after <= 16_000
     pipeline = ContextPipeline(threshold=16_000, tail_budget=4000)
     previous: list[BaseMessage] = []
     compactions = 0
@@ -75,13 +74,12 @@ def test_a_compaction_goes_down_to_the_low_water_mark() -> None:
         result = pipeline.compress(messages[:end])
         out = result.messages
         assert result.report.tokens_after <= 16_000
+        assert len(out) == end and "truncate" not in result.report.stages
         if previous and out[: len(previous)] != previous:
             compactions += 1
-            assert result.report.tokens_after <= 8000
-            assert out[:2] == messages[:2] and out[-1] == messages[end - 1]
         previous = out
     assert compactions >= 2
-    assert result.report.stages == ["prune", "truncate"]
+    assert result.report.tokens_after > 8000
 
 
 def test_a_summary_is_written_only_when_pruning_cannot_fit_the_limit() -> None:

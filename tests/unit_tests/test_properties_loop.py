@@ -28,13 +28,13 @@ from copy import deepcopy
 from dataclasses import replace
 
 from hypothesis import given, settings
-from invariants import assert_pairs_kept, snapshot
+from invariants import assert_pairs_kept, smallest_request_tokens, snapshot
 from langchain_core.messages import BaseMessage, ChatMessage, SystemMessage
-from strategies_loop import Run, runs
-from strategies_shapes import broken_pairs
+from strategies_loop import Run, last_resort_runs, runs
+from strategies_shapes import broken_pairs, reasoning_of
 
 from langchain_context_pipeline import CarriedSummary, estimate_tokens, is_pipeline_summary
-from langchain_context_pipeline._units import is_system
+from langchain_context_pipeline._units import group_units, is_system
 from langchain_context_pipeline.marks import pipeline_kind
 from langchain_context_pipeline.report import CompressionResult
 from langchain_context_pipeline.tokens import message_text
@@ -137,3 +137,21 @@ def check_loop(run: Run, *, budget: bool) -> None:
 def test_loop_output_equals_a_fresh_pipelines(run: Run) -> None:
     """Memos, breakers and edits in place between calls change nothing (invariant 4)."""
     replay(run, fresh=True)
+
+
+@settings(max_examples=LOOP_EXAMPLES)
+@given(last_resort_runs())
+def test_loop_sends_the_smallest_request_only_when_nothing_smaller_fits(run: Run) -> None:
+    """A tool unit in the head, a few hundred tokens, thinking on the newest turn: the
+    budget holds, and the smallest request (over the budget) is sent only when the
+    system messages, the task and the newest unit at their minimum do not fit."""
+    check_loop(run, budget=True)
+    threshold, head_count = run.settings["threshold"], run.settings["head_count"]
+    for history, result in replay(run, fresh=False):
+        if result.report.stages == ["minimal"]:
+            assert smallest_request_tokens(history, head_count) > threshold
+        by_id = {m.id: m for m in result.messages}
+        for message in history[group_units(history)[-1][0] :]:
+            blocks = reasoning_of(message)
+            if blocks:  # the newest turn's reasoning, whole and first
+                assert by_id[message.id].content[: len(blocks)] == message.content[: len(blocks)]
