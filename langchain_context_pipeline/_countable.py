@@ -78,7 +78,7 @@ def _block_parts(block: Any, texts: list[str], skip_ids: frozenset[str]) -> int:
         texts.append(block)
         return 0
     if not isinstance(block, dict):
-        texts.append(str(block))
+        texts.append(dumps(block))  # any value, any depth (a list nested in a result)
         return 0
     kind = block_type(block)
     if kind in _TEXT_BLOCK_TYPES and isinstance(block.get("text"), str):

@@ -209,13 +209,17 @@ def test_recall_reads_back_any_arguments_from_state_and_from_the_archive(
     ref = message_ref(messages[1])
     page = recall(ref, messages)
     assert "[tool calls]" in page and dumps(args)[:200] in page
-    # Persist mode: state holds what the pass left, the store the original.
+    # Persist mode: state holds what the pass left, the store the original. Pruning
+    # fits this history: the result is briefed (the call stays), and its record in the
+    # store holds the call it answers, arguments and all.
     store = InMemoryStore()
     result = ContextPipeline(threshold=200, tail_budget=0).compress(messages)
+    assert result.messages[2] is not messages[2]  # the result was briefed
     archive_originals(store, "t", messages, result)
-    record = archive.read_record(store, "t", ref)
+    briefed = message_ref(messages[2])
+    record = archive.read_record(store, "t", briefed)
     assert record is not None
-    assert dumps(jsonable(args))[:200] in recall(ref, [], store)  # as the store keeps it
+    assert dumps(jsonable(args))[:200] in recall(briefed, [], store)  # as the store keeps it
 
 
 # -- item 10: archiving is linear in the history and the references ---------------------
@@ -339,3 +343,10 @@ def test_prefix_digests_and_tool_counts_read_any_value_alike_in_every_copy() -> 
     schema = {"name": "t", "parameters": {1: "one", "two": 2}}
     assert tools_tokens(estimate_tokens, [schema]) > 0
     assert tools_fingerprint([schema]) == tools_fingerprint([copy.deepcopy(schema)])
+
+
+def test_a_deep_list_inside_a_tool_result_block_is_counted_without_recursion() -> None:
+    """A bare list part (not a block) of a result's content is read by the value reader."""
+    block = {"type": "tool_result", "tool_use_id": "c1", "content": [[deep(3_000)], "y" * 10]}
+    message = HumanMessage([block], id="r1")
+    assert estimate_tokens([message]) > 3_000  # every bracket is sent
