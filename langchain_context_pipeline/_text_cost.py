@@ -51,7 +51,10 @@ from __future__ import annotations
 import math
 import sys
 import threading
+import unicodedata
+import zlib
 from collections.abc import Callable, Hashable
+from importlib import resources
 from typing import TypeVar
 
 __all__ = ["Memo", "text_tokens"]
@@ -133,6 +136,18 @@ _SCRIPT_WEIGHTS: tuple[tuple[bytes, float], ...] = (
     (b"E", 3.0),
 )
 
+_CHAR_COSTS = zlib.decompress(resources.files(__package__).joinpath("_char_costs.bin").read_bytes())
+"""Per BMP code point, the most tokens any calibration tokenizer spends on it alone.
+
+Built by ``scripts/build_char_costs.py``: one byte per code point, 0 for ASCII,
+otherwise 1 to 3 (capped by the UTF-8 length). Used as a ``str.translate`` table:
+characters beyond the BMP are past its end and left as they are."""
+_ASTRAL_COST = 4
+"""A character beyond the BMP: its UTF-8 length, which no byte-level BPE exceeds."""
+_CHAR_MARGIN = 2.0
+"""Tokens added to the per-character bound (merges across characters, see the tests)."""
+_IS_ASCII = bytes(ord("a") if byte < 0x80 else ord("n") for byte in range(256))
+
 _MEMO_BYTES = 32 * 1024 * 1024
 """Memory the memo may hold: its strings (as ``sys.getsizeof`` sizes them) and entries.
 
@@ -155,8 +170,8 @@ def _repeated_letters(data: bytes, size: int) -> int:
     return mixed.to_bytes(size - 2, "little").count(0)
 
 
-def _estimate(text: str) -> int:
-    data = text.encode("utf-8", "surrogatepass")
+def _fitted(data: bytes) -> float:
+    """Return the fitted estimate of UTF-8 ``data`` (``data.isascii()`` skips the scripts)."""
     size = len(data)
     classes = data.translate(_CLASSES)
     shifted = int.from_bytes(classes[1:], "little") ^ int.from_bytes(classes[:-1], "little")
@@ -172,13 +187,46 @@ def _estimate(text: str) -> int:
     )
     for pattern, weight in _ASCII_WEIGHTS:
         cost += weight * classes.count(pattern)
-    if size != len(text):  # some non-ASCII characters
+    if not data.isascii():
         for pattern, weight in _SCRIPT_WEIGHTS:
             cost += weight * classes.count(pattern)
     # Errors on short pieces are a few tokens either way and grow like a random
     # walk with length: a square-root margin covers them at no cost on long texts.
-    cost += _MARGIN_PER_SQRT_BYTE * math.sqrt(size)
-    return min(math.ceil(cost), size)
+    return cost + _MARGIN_PER_SQRT_BYTE * math.sqrt(size)
+
+
+def _char_bound(text: str, data: bytes) -> float:
+    """Bound ``text`` by its ASCII part's estimate plus each other character's worst cost.
+
+    One ``str.translate`` maps every BMP character to its cost (ASCII to 0); the
+    characters beyond the BMP, which the table leaves as they are, cost
+    :data:`_ASTRAL_COST` each. Each run of other characters that follows ASCII
+    may split an ASCII token in two (``"a中b"`` is three tokens, ``"ab"`` one):
+    one token more per such run.
+    """
+    costs = text.translate(_CHAR_COSTS)
+    ones, twos, threes = costs.count("\x01"), costs.count("\x02"), costs.count("\x03")
+    astral = len(text) - costs.count("\x00") - ones - twos - threes
+    ascii_part = text.encode("ascii", "ignore")
+    cost = _fitted(ascii_part) if ascii_part else 0.0
+    cost += ones + 2 * twos + 3 * threes + _ASTRAL_COST * astral
+    cost += data.translate(_IS_ASCII).count(b"an")
+    return cost + _CHAR_MARGIN
+
+
+def _estimate(text: str) -> int:
+    data = text.encode("utf-8", "surrogatepass")
+    size = len(data)
+    cost = _fitted(data)
+    if size == len(text):  # ASCII
+        return min(math.ceil(cost), size)
+    tokens = min(math.ceil(max(cost, _char_bound(text, data))), size)
+    if not unicodedata.is_normalized("NFC", text):
+        # Qwen tokenizes the NFC form, which can be longer (U+0F76 is three bytes
+        # and becomes six, U+1D160 four bytes and becomes twelve): bound it too.
+        tokens = max(tokens, _estimate(unicodedata.normalize("NFC", text)))
+    return tokens
+
 
 
 _Key = TypeVar("_Key", bound=Hashable)
