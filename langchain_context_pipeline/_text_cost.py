@@ -228,7 +228,6 @@ def _estimate(text: str) -> int:
     return tokens
 
 
-
 _Key = TypeVar("_Key", bound=Hashable)
 
 
