@@ -139,14 +139,26 @@ _SCRIPT_WEIGHTS: tuple[tuple[bytes, float], ...] = (
 _CHAR_COSTS = zlib.decompress(resources.files(__package__).joinpath("_char_costs.bin").read_bytes())
 """Per BMP code point, the most tokens any calibration tokenizer spends on it alone.
 
-Built by ``scripts/build_char_costs.py``: one byte per code point, 0 for ASCII,
-otherwise 1 to 3 (capped by the UTF-8 length). Used as a ``str.translate`` table:
-characters beyond the BMP are past its end and left as they are."""
+Built by ``scripts/build_char_costs.py``: one byte per code point, 0 for ASCII
+(32 for the space, kept as it is), otherwise the cost, 1 to 3 (capped by the UTF-8
+length), plus 3 when some tokenizer keeps a space before the character as a token
+of its own. Used as a ``str.translate`` table: characters beyond the BMP are past
+its end and left as they are."""
 _ASTRAL_COST = 4
 """A character beyond the BMP: its UTF-8 length, which no byte-level BPE exceeds."""
 _CHAR_MARGIN = 2.0
 """Tokens added to the per-character bound (merges across characters, see the tests)."""
-_IS_ASCII = bytes(ord("a") if byte < 0x80 else ord("n") for byte in range(256))
+_SPLITS = bytes(
+    ord("w")
+    if byte == 0x20
+    else ord("a")
+    if byte < 0x80
+    else ord("E")
+    if byte >= 0xF0
+    else ord("n")
+    for byte in range(256)
+)
+"""Space ``w``, other ASCII ``a``, a lead byte beyond the BMP ``E``, other non-ASCII ``n``."""
 
 _MEMO_BYTES = 32 * 1024 * 1024
 """Memory the memo may hold: its strings (as ``sys.getsizeof`` sizes them) and entries.
@@ -198,19 +210,25 @@ def _fitted(data: bytes) -> float:
 def _char_bound(text: str, data: bytes) -> float:
     """Bound ``text`` by its ASCII part's estimate plus each other character's worst cost.
 
-    One ``str.translate`` maps every BMP character to its cost (ASCII to 0); the
-    characters beyond the BMP, which the table leaves as they are, cost
-    :data:`_ASTRAL_COST` each. Each run of other characters that follows ASCII
-    may split an ASCII token in two (``"a中b"`` is three tokens, ``"ab"`` one):
-    one token more per such run.
+    One ``str.translate`` maps every BMP character to its table byte (ASCII to 0,
+    the space to itself); characters beyond the BMP, which the table leaves as they
+    are, cost :data:`_ASTRAL_COST` each. Dropping the other characters joins the
+    ASCII around them, so each place where they split it costs a token more: after
+    ASCII other than a space (``"a中b"`` is three tokens, ``"ab"`` one), after two
+    spaces, and after one space when the character does not take a space in.
     """
     costs = text.translate(_CHAR_COSTS)
-    ones, twos, threes = costs.count("\x01"), costs.count("\x02"), costs.count("\x03")
-    astral = len(text) - costs.count("\x00") - ones - twos - threes
+    counts = [costs.count(chr(value)) for value in range(1, 7)]
+    astral = len(text) - costs.count("\x00") - costs.count(" ") - sum(counts)
     ascii_part = text.encode("ascii", "ignore")
     cost = _fitted(ascii_part) if ascii_part else 0.0
-    cost += ones + 2 * twos + 3 * threes + _ASTRAL_COST * astral
-    cost += data.translate(_IS_ASCII).count(b"an")
+    cost += sum(((value - 1) % 3 + 1) * n for value, n in enumerate(counts, 1))
+    cost += costs.count(" \x04") + costs.count(" \x05") + costs.count(" \x06")
+    splits = data.translate(_SPLITS)
+    cost += splits.count(b"an") + splits.count(b"wwn")
+    if astral:
+        cost += _ASTRAL_COST * astral + splits.count(b"aE") + splits.count(b"wE")
+        cost += splits.count(b"wwE")
     return cost + _CHAR_MARGIN
 
 
