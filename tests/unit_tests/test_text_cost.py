@@ -14,6 +14,7 @@ import math
 import random
 import statistics
 import string
+import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 
@@ -271,6 +272,25 @@ def test_random_characters_of_any_block_never_below_any_tokenizer(text: str) -> 
     for tokenizer, count in TOKENIZERS.items():
         real = count(text)
         assert estimate >= real, f"{text[:40]!r}: {estimate} < {tokenizer} {real}"
+
+
+def _single_costs(text: str) -> int:
+    table = _text_cost._CHAR_COSTS
+    return sum((table[ord(c)] - 1) % 3 + 1 if ord(c) < 0x10000 else 4 for c in text)
+
+
+@given(
+    st.sampled_from(_BLOCKS[:15]).flatmap(
+        lambda block: st.lists(st.integers(*block).map(chr), min_size=2, max_size=100)
+    )
+)
+def test_a_string_costs_no_more_than_its_characters_alone(chars: list[str]) -> None:
+    # The per-character bound rests on this: byte-level BPE merges inside a string
+    # never leave more tokens than the characters cost one by one (the NFC form,
+    # which Qwen tokenizes, is charged separately).
+    text = unicodedata.normalize("NFC", "".join(chars))
+    for tokenizer, count in TOKENIZERS.items():
+        assert count(text) <= _single_costs(text), tokenizer
 
 
 @pytest.mark.parametrize(
