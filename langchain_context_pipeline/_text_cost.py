@@ -129,7 +129,18 @@ _PER_CASE_RISE = 1.94  # a lowercase then an uppercase letter: camelCase, base64
 # A letter repeated three times or more ("zzzz...", filler, padding): most letters
 # tokenize at two per token in long runs, where the letter-run count charges 0.13.
 _PER_REPEATED_LETTER = 0.4
-_NOT_LETTER = bytes(0 if 65 <= b <= 90 or 97 <= b <= 122 else 1 for b in range(256))
+# Four bytes repeating the four a period before (any period from 2 to 8, seen at one
+# of its multiples 5 to 8): "ab" * 1000 is 1,000 tokens, "xq" * 500 is 501, where a
+# run of letters is otherwise charged as a word (a token per four or five letters).
+_PER_PERIODIC = 0.9
+_PERIODS = (5, 6, 7, 8)
+_WINDOW = 8
+_COSTLY_RUNS = b"\"$&'(<[]`{}"
+"""Punctuation whose runs cost a token per two (``"[" * 1000`` is 500 tokens) in some
+tokenizer; runs of the others (``-=#*_./``, at most a token per four) are cheap."""
+_NOT_REPEATABLE = bytes(
+    0 if 65 <= b <= 90 or 97 <= b <= 122 or b in _COSTLY_RUNS else 1 for b in range(256)
+)
 
 # Weighted counts of patterns in the class string (non-overlapping, as bytes.count).
 _ASCII_WEIGHTS: tuple[tuple[bytes, float], ...] = (
@@ -191,15 +202,54 @@ _ENTRY_BYTES = 100
 
 
 def _repeated_letters(data: bytes, size: int) -> int:
-    """Count the letters equal to the two before them (C-speed, as class changes)."""
+    """Count the letters (and costly punctuation) equal to the two before them (C-speed)."""
     if size < 3:
         return 0
     whole = int.from_bytes(data, "little")
     step1 = int.from_bytes(data[1:], "little") ^ (whole & ((1 << (8 * (size - 1))) - 1))
     step2 = int.from_bytes(data[2:], "little") ^ (whole & ((1 << (8 * (size - 2))) - 1))
-    other = int.from_bytes(data[2:].translate(_NOT_LETTER), "little")
+    other = int.from_bytes(data[2:].translate(_NOT_REPEATABLE), "little")
     mixed = (step1 >> 8) | step2 | other
     return mixed.to_bytes(size - 2, "little").count(0)
+
+
+def _periodic(whole: int, size: int) -> int:
+    """Count the bytes starting a window of four that repeats a period of 2 to 8 before.
+
+    Every period up to 8 divides one of :data:`_PERIODS`, so a window equal to the
+    one 5, 6, 7 or 8 bytes before covers them all; windows of one byte repeated
+    (indentation, rules, ``"zzzz"``) are left to the other features. C-speed: each
+    comparison is an XOR of big integers, a byte being zero where the bytes agree;
+    a byte is then reduced to its high bit (set when nonzero) so that the periods
+    combine by AND.
+    """
+    if size < _PERIODS[0] + _WINDOW:
+        return 0
+    length = size + _PERIODS[-1]
+    low = int.from_bytes(b"\x7f" * length, "little")
+    high = int.from_bytes(b"\x80" * length, "little")
+
+    def nonzero(diff: int) -> int:
+        return ((diff & low) + low | diff) & high  # 0x80 where a byte is not zero
+
+    def window(diff: int) -> int:  # nonzero where the window from a byte differs
+        diff |= diff >> 8
+        diff |= diff >> 16
+        return diff | diff >> 32
+
+    # Windows of one byte (its next seven equal it), or with a byte beyond ASCII
+    # (the per-character bound charges those), are not counted.
+    step = whole ^ (whole >> 8)
+    step |= step >> 8
+    step |= step >> 16
+    ignored = high ^ nonzero(step | step >> 24)
+    if whole & high:
+        ignored |= nonzero(window(whole & high))
+    differs = high
+    for period in _PERIODS:
+        differs &= nonzero(window(whole ^ (whole << 8 * period)))
+    counted = (differs | ignored).to_bytes(length, "little")[_PERIODS[0] : size - _WINDOW + 1]
+    return counted.count(0)
 
 
 def _fitted(data: bytes) -> float:
@@ -210,12 +260,14 @@ def _fitted(data: bytes) -> float:
     changes = size - 1 - shifted.to_bytes(size - 1, "little").count(0)
     cases = data.translate(_CASES)
     repeats = _repeated_letters(data, size)
+    periodic = _periodic(int.from_bytes(data, "little"), size)
     cost = (
         _PER_STRING
         + _PER_CLASS_CHANGE * changes
         + _PER_UPPERCASE * cases.count(b"A")
         + _PER_CASE_RISE * cases.count(b"aA")
         + _PER_REPEATED_LETTER * repeats
+        + _PER_PERIODIC * periodic
     )
     for pattern, weight in _ASCII_WEIGHTS:
         cost += weight * classes.count(pattern)
