@@ -21,7 +21,10 @@ string:
   always makes two changes, so it is charged about one token before its script
   surcharge;
 * digits (Qwen charges one token per digit), uppercase letters, long letter runs
-  (``count`` of six letters in a row), punctuation pairs, space pairs,
+  (``count`` of six letters in a row), a letter (or ``[``, ``{``, quotes...) equal
+  to the two before it, eight ASCII bytes equal to the eight 2 to 8 bytes before
+  (a repeated pattern: ``"ab" * 1000`` is 1,000 tokens, every period one or more,
+  where a word of that length would be 300), punctuation pairs, space pairs,
   newlines, tabs, a space before a digit, letter/digit and punctuation/letter
   boundaries (hashes, identifiers, paths);
 * a per-character surcharge for each non-ASCII script group;
@@ -129,11 +132,13 @@ _PER_CASE_RISE = 1.94  # a lowercase then an uppercase letter: camelCase, base64
 # A letter repeated three times or more ("zzzz...", filler, padding): most letters
 # tokenize at two per token in long runs, where the letter-run count charges 0.13.
 _PER_REPEATED_LETTER = 0.4
-# Four bytes repeating the four a period before (any period from 2 to 8, seen at one
-# of its multiples 5 to 8): "ab" * 1000 is 1,000 tokens, "xq" * 500 is 501, where a
-# run of letters is otherwise charged as a word (a token per four or five letters).
-_PER_PERIODIC = 0.9
-_PERIODS = (5, 6, 7, 8)
+# Eight ASCII bytes equal to the eight a period of 2 to 8 before them: a
+# repeated pattern tokenizes period by period, "ab" * 1000 is 1,000 tokens and
+# "kx" * 1000 2,000, where a letter run is otherwise charged as a word (a token per
+# six letters). Charged a token each, which no byte-level tokenizer exceeds; natural
+# text rarely repeats eight bytes so close (0.1% of the corpus bytes).
+_PER_PERIODIC = 1.0
+_PERIODS = tuple(range(2, 9))
 _WINDOW = 8
 _COSTLY_RUNS = b"\"$&'(<[]`{}"
 """Punctuation whose runs cost a token per two (``"[" * 1000`` is 500 tokens) in some
@@ -201,11 +206,10 @@ _ENTRY_BYTES = 100
 """The memo's own cost per entry (dict slot, int), charged beside the string."""
 
 
-def _repeated_letters(data: bytes, size: int) -> int:
+def _repeated_letters(data: bytes, whole: int, size: int) -> int:
     """Count the letters (and costly punctuation) equal to the two before them (C-speed)."""
     if size < 3:
         return 0
-    whole = int.from_bytes(data, "little")
     step1 = int.from_bytes(data[1:], "little") ^ (whole & ((1 << (8 * (size - 1))) - 1))
     step2 = int.from_bytes(data[2:], "little") ^ (whole & ((1 << (8 * (size - 2))) - 1))
     other = int.from_bytes(data[2:].translate(_NOT_REPEATABLE), "little")
@@ -214,10 +218,10 @@ def _repeated_letters(data: bytes, size: int) -> int:
 
 
 def _periodic(whole: int, size: int) -> int:
-    """Count the bytes starting a window of four that repeats a period of 2 to 8 before.
+    """Count the bytes starting a window of eight that repeats a period of 2 to 8 before.
 
-    Every period up to 8 divides one of :data:`_PERIODS`, so a window equal to the
-    one 5, 6, 7 or 8 bytes before covers them all; windows of one byte repeated
+    Each period is compared (a pattern of period 2 also repeats at 4, 6 and 8, but
+    only from further into the string); windows of one byte repeated
     (indentation, rules, ``"zzzz"``) are left to the other features. C-speed: each
     comparison is an XOR of big integers, a byte being zero where the bytes agree;
     a byte is then reduced to its high bit (set when nonzero) so that the periods
@@ -233,9 +237,11 @@ def _periodic(whole: int, size: int) -> int:
         return ((diff & low) + low | diff) & high  # 0x80 where a byte is not zero
 
     def window(diff: int) -> int:  # nonzero where the window from a byte differs
-        diff |= diff >> 8
-        diff |= diff >> 16
-        return diff | diff >> 32
+        span = 1
+        while span < _WINDOW:
+            diff |= diff >> 8 * span
+            span *= 2
+        return diff
 
     # Windows of one byte (its next seven equal it), or with a byte beyond ASCII
     # (the per-character bound charges those), are not counted.
@@ -259,8 +265,9 @@ def _fitted(data: bytes) -> float:
     shifted = int.from_bytes(classes[1:], "little") ^ int.from_bytes(classes[:-1], "little")
     changes = size - 1 - shifted.to_bytes(size - 1, "little").count(0)
     cases = data.translate(_CASES)
-    repeats = _repeated_letters(data, size)
-    periodic = _periodic(int.from_bytes(data, "little"), size)
+    whole = int.from_bytes(data, "little")
+    repeats = _repeated_letters(data, whole, size)
+    periodic = _periodic(whole, size)
     cost = (
         _PER_STRING
         + _PER_CLASS_CHANGE * changes
