@@ -206,32 +206,33 @@ _ENTRY_BYTES = 100
 """The memo's own cost per entry (dict slot, int), charged beside the string."""
 
 
-def _repeated_letters(data: bytes, whole: int, size: int) -> int:
-    """Count the letters (and costly punctuation) equal to the two before them (C-speed)."""
+def _repeated_letters(data: bytes, step: int, size: int) -> int:
+    """Count the letters (and costly punctuation) equal to the two before them.
+
+    ``step`` is ``data`` as a little-endian integer XOR itself shifted by a byte:
+    C-speed, a zero byte where neighbours agree.
+    """
     if size < 3:
         return 0
-    step1 = int.from_bytes(data[1:], "little") ^ (whole & ((1 << (8 * (size - 1))) - 1))
-    step2 = int.from_bytes(data[2:], "little") ^ (whole & ((1 << (8 * (size - 2))) - 1))
-    other = int.from_bytes(data[2:].translate(_NOT_REPEATABLE), "little")
-    mixed = (step1 >> 8) | step2 | other
-    return mixed.to_bytes(size - 2, "little").count(0)
+    other = int.from_bytes(data.translate(_NOT_REPEATABLE), "little")
+    mixed = step | (step >> 8) | other >> 16
+    return mixed.to_bytes(size, "little")[: size - 2].count(0)
 
 
-def _periodic(whole: int, size: int) -> int:
+def _periodic(whole: int, step: int, size: int) -> int:
     """Count the bytes starting a window of eight that repeats a period of 2 to 8 before.
 
-    Each period is compared (a pattern of period 2 also repeats at 4, 6 and 8, but
-    only from further into the string); windows of one byte repeated
-    (indentation, rules, ``"zzzz"``) are left to the other features. C-speed: each
-    comparison is an XOR of big integers, a byte being zero where the bytes agree;
-    a byte is then reduced to its high bit (set when nonzero) so that the periods
-    combine by AND.
+    Each period is compared (a pattern of period 2 also repeats at 6 and 8, but only
+    from further into the string, which matters in short strings); windows of one
+    byte repeated (indentation, rules, ``"zzzz"``) are left to the other features. C-speed: each comparison is an XOR
+    of big integers, a byte being zero where the bytes agree; a byte is then reduced
+    to its high bit (set when nonzero) so that the periods combine by AND.
     """
     if size < _PERIODS[0] + _WINDOW:
         return 0
     length = size + _PERIODS[-1]
     low = int.from_bytes(b"\x7f" * length, "little")
-    high = int.from_bytes(b"\x80" * length, "little")
+    high = low << 1 & ~low  # 0x80 in every byte
 
     def nonzero(diff: int) -> int:
         return ((diff & low) + low | diff) & high  # 0x80 where a byte is not zero
@@ -245,7 +246,6 @@ def _periodic(whole: int, size: int) -> int:
 
     # Windows of one byte (its next seven equal it), or with a byte beyond ASCII
     # (the per-character bound charges those), are not counted.
-    step = whole ^ (whole >> 8)
     step |= step >> 8
     step |= step >> 16
     ignored = high ^ nonzero(step | step >> 24)
@@ -266,8 +266,9 @@ def _fitted(data: bytes) -> float:
     changes = size - 1 - shifted.to_bytes(size - 1, "little").count(0)
     cases = data.translate(_CASES)
     whole = int.from_bytes(data, "little")
-    repeats = _repeated_letters(data, whole, size)
-    periodic = _periodic(whole, size)
+    step = whole ^ (whole >> 8)
+    repeats = _repeated_letters(data, step, size)
+    periodic = _periodic(whole, step, size)
     cost = (
         _PER_STRING
         + _PER_CLASS_CHANGE * changes
