@@ -224,9 +224,10 @@ def _periodic(whole: int, step: int, size: int) -> int:
 
     Each period is compared (a pattern of period 2 also repeats at 6 and 8, but only
     from further into the string, which matters in short strings); windows of one
-    byte repeated (indentation, rules, ``"zzzz"``) are left to the other features. C-speed: each comparison is an XOR
-    of big integers, a byte being zero where the bytes agree; a byte is then reduced
-    to its high bit (set when nonzero) so that the periods combine by AND.
+    byte repeated (indentation, rules, ``"zzzz"``) are left to the other features.
+    C-speed: each comparison is an XOR of big integers, a byte being zero where the
+    bytes agree; a byte is then reduced to its high bit (set when nonzero) so that
+    the periods combine by AND.
     """
     if size < _PERIODS[0] + _WINDOW:
         return 0
