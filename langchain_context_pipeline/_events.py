@@ -15,7 +15,7 @@ Only ``langchain-core`` is imported here; the stream writer is the entry points'
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from langchain_core.callbacks import (
@@ -160,3 +160,40 @@ async def acompress_traced(
     attach_report(run, result.report)
     await run.on_chain_end({"output": result.messages})
     return result
+
+
+Refit = Callable[[CompressionResult, dict[str, Any], bool], "dict[str, Any] | None"]
+"""Given a pass's result, its arguments and whether it is the last try: the arguments to
+compress again with (a smaller budget), or ``None`` when the result is the one to send."""
+
+
+def compress_fitted(
+    pipeline: ContextPipeline, messages: Any, args: dict[str, Any], refit: Refit, attempts: int
+) -> tuple[CompressionResult, dict[str, Any]]:
+    """Run :func:`compress_traced`, again while ``refit`` asks, ``attempts`` passes at most.
+
+    Returns:
+        The result to send and the arguments it was compressed with.
+    """
+    result = compress_traced(pipeline, messages, **args)
+    for attempt in range(2, attempts + 1):
+        again = refit(result, args, attempt == attempts)
+        if again is None:
+            break
+        args = again
+        result = compress_traced(pipeline, messages, **args)
+    return result, args
+
+
+async def acompress_fitted(
+    pipeline: ContextPipeline, messages: Any, args: dict[str, Any], refit: Refit, attempts: int
+) -> tuple[CompressionResult, dict[str, Any]]:
+    """Async :func:`compress_fitted`: the summarizer is awaited."""
+    result = await acompress_traced(pipeline, messages, **args)
+    for attempt in range(2, attempts + 1):
+        again = refit(result, args, attempt == attempts)
+        if again is None:
+            break
+        args = again
+        result = await acompress_traced(pipeline, messages, **args)
+    return result, args

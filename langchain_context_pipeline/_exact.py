@@ -28,9 +28,9 @@ from langchain_core.messages import BaseMessage
 
 from langchain_context_pipeline._encodings import OFFLINE_HINT, encoding_for_model_name
 from langchain_context_pipeline.tokens import (
-    _COUNTING_MODEL,
     TokenCounter,
     _model_counter,
+    current_model_counter,
     estimate_tokens,
     tiktoken_counter,
 )
@@ -165,15 +165,9 @@ def exact_model_counter() -> TokenCounter:
     Raises:
         RuntimeError: (when counting) if no model was set for this call.
     """
-
-    def count(messages: Sequence[BaseMessage], /) -> int:
-        model = _COUNTING_MODEL.get()
-        if model is None:
-            raise RuntimeError(
-                "token_counter='exact' counts with the agent's model, but none was set for "
-                "this call: use it through the agent middleware or the hook (agent_model=), "
-                "or pass token_counter=exact_token_counter(model)"
-            )
-        return int(_per_model(model)(messages))
-
-    return count
+    return current_model_counter(
+        _per_model,
+        "token_counter='exact'",
+        "use it through the agent middleware or the hook (agent_model=), "
+        "or pass token_counter=exact_token_counter(model)",
+    )

@@ -56,7 +56,10 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     ) from exc
 
 from langchain_context_pipeline._archive import aarchive_originals, archive_originals, thread_of
-from langchain_context_pipeline._events import acompress_traced, compress_traced
+from langchain_context_pipeline._events import (
+    acompress_fitted,
+    compress_fitted,
+)
 from langchain_context_pipeline._exact import exact_token_counter
 from langchain_context_pipeline._stream import emit
 from langchain_context_pipeline.calibration import (
@@ -312,13 +315,13 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
 
     def _run(self, state: Any) -> dict[str, Any]:
         messages, stored, calibration, args = self._start(state)
-        result = compress_traced(self.pipeline, messages, **args)
-        for attempt in range(2, FIT_ATTEMPTS + 1):
-            again = self._refit(calibration, result, args, attempt == FIT_ATTEMPTS)
-            if again is None:
-                break
-            args = again
-            result = compress_traced(self.pipeline, messages, **args)
+        result, _ = compress_fitted(
+            self.pipeline,
+            messages,
+            args,
+            lambda out, tried, last: self._refit(calibration, out, tried, last),
+            FIT_ATTEMPTS,
+        )
         store, thread = self._archive() if result.messages is not messages else (None, None)
         if store is not None:
             result = archive_originals(store, thread, messages, result)
@@ -326,13 +329,13 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
 
     async def _arun(self, state: Any) -> dict[str, Any]:
         messages, stored, calibration, args = self._start(state)
-        result = await acompress_traced(self.pipeline, messages, **args)
-        for attempt in range(2, FIT_ATTEMPTS + 1):
-            again = self._refit(calibration, result, args, attempt == FIT_ATTEMPTS)
-            if again is None:
-                break
-            args = again
-            result = await acompress_traced(self.pipeline, messages, **args)
+        result, _ = await acompress_fitted(
+            self.pipeline,
+            messages,
+            args,
+            lambda out, tried, last: self._refit(calibration, out, tried, last),
+            FIT_ATTEMPTS,
+        )
         store, thread = self._archive() if result.messages is not messages else (None, None)
         if store is not None:
             result = await aarchive_originals(store, thread, messages, result)

@@ -30,6 +30,7 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
+from functools import partial
 from typing import Annotated, Any, cast
 
 from langchain_core.messages import AIMessage, AnyMessage, BaseMessage
@@ -52,7 +53,12 @@ except ImportError as exc:
     ) from exc
 
 from langchain_context_pipeline._cache_hint import hint_request
-from langchain_context_pipeline._events import acompress_traced, compress_traced
+from langchain_context_pipeline._events import (
+    acompress_fitted,
+    acompress_traced,
+    compress_fitted,
+    compress_traced,
+)
 from langchain_context_pipeline._overflow import overflow_of
 from langchain_context_pipeline._stream import emit
 from langchain_context_pipeline._tool_fingerprint import tools_fingerprint
@@ -285,9 +291,9 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         self,
         request: ModelRequest[Any],
         calibration: Calibration,
+        seed: str,
         result: CompressionResult,
         args: dict[str, Any],
-        seed: str,
         last: bool,
     ) -> dict[str, Any] | None:
         """Return the arguments to compress again with, or ``None`` when ``result`` fits.
@@ -385,15 +391,8 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         try:
             messages, args, reserved = self._compress_args(request, calibration)
             seed = request_seed(request.system_message, request.tools)
-            result = compress_traced(self.pipeline, messages, **args)
-            for attempt in range(2, FIT_ATTEMPTS + 1):
-                again = self._refit(
-                    request, calibration, result, args, seed, attempt == FIT_ATTEMPTS
-                )
-                if again is None:
-                    break
-                args = again
-                result = compress_traced(self.pipeline, messages, **args)
+            refit = partial(self._refit, request, calibration, seed)
+            result, args = compress_fitted(self.pipeline, messages, args, refit, FIT_ATTEMPTS)
             sent = self._sent(result, reserved, calibration, seed, args["threshold"])
             emit(result.report)
             try:
@@ -426,15 +425,10 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         try:
             messages, args, reserved = self._compress_args(request, calibration)
             seed = request_seed(request.system_message, request.tools)
-            result = await acompress_traced(self.pipeline, messages, **args)
-            for attempt in range(2, FIT_ATTEMPTS + 1):
-                again = self._refit(
-                    request, calibration, result, args, seed, attempt == FIT_ATTEMPTS
-                )
-                if again is None:
-                    break
-                args = again
-                result = await acompress_traced(self.pipeline, messages, **args)
+            refit = partial(self._refit, request, calibration, seed)
+            result, args = await acompress_fitted(
+                self.pipeline, messages, args, refit, FIT_ATTEMPTS
+            )
             sent = self._sent(result, reserved, calibration, seed, args["threshold"])
             emit(result.report)
             try:

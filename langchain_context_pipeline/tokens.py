@@ -243,15 +243,32 @@ def model_token_counter() -> TokenCounter:
     Raises:
         RuntimeError: (when counting) if no model was set for this call.
     """
+    return current_model_counter(
+        _model_counter, "token_counter='model'", "use it through the hook or the agent middleware"
+    )
+
+
+def current_model_counter(
+    per_model: Callable[[Any], TokenCounter], what: str, hint: str
+) -> TokenCounter:
+    """Return a counter counting with ``per_model(model)`` of the current call's model.
+
+    Args:
+        per_model: the counter of one model.
+        what: the setting, for the error (``"token_counter='model'"``).
+        hint: how to use it, for the error.
+
+    Raises:
+        RuntimeError: (when counting) if no model was set for this call.
+    """
 
     def count(messages: Sequence[BaseMessage], /) -> int:
         model = _COUNTING_MODEL.get()
         if model is None:
             raise RuntimeError(
-                "token_counter='model' counts with the agent's model, but none was set "
-                "for this call: use it through the hook or the agent middleware"
+                f"{what} counts with the agent's model, but none was set for this call: {hint}"
             )
-        return _model_counter(model)(messages)
+        return int(per_model(model)(messages))
 
     return count
 
