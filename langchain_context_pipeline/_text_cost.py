@@ -21,10 +21,7 @@ string:
   always makes two changes, so it is charged about one token before its script
   surcharge;
 * digits (Qwen charges one token per digit), uppercase letters, long letter runs
-  (``count`` of six letters in a row), a letter (or ``[``, ``{``, quotes...) equal
-  to the two before it, eight ASCII bytes equal to the eight 2 to 8 bytes before
-  (a repeated pattern: ``"ab" * 1000`` is 1,000 tokens, every period one or more,
-  where a word of that length would be 300), punctuation pairs, space pairs,
+  (``count`` of six letters in a row), punctuation pairs, space pairs,
   newlines, tabs, a space before a digit, letter/digit and punctuation/letter
   boundaries (hashes, identifiers, paths);
 * a per-character surcharge for each non-ASCII script group;
@@ -65,10 +62,8 @@ strings it holds, not by their number: a history longer than a count bound would
 be looked up in order and miss on every string (least recently used is always
 the next one asked for), so the cost per message would jump from a lookup to a
 full estimate as the history grows. Cold, the estimate costs about 35 ns per
-character (about 11 of them comparing the periods of repeated patterns, on
-pieces of 2,000 characters of the corpus); over an agent run that re-counts the
-history before every turn it costs about 1.2x ``count_tokens_approximately``
-(``benchmarks/token_ratios.md``).
+character; over an agent run that re-counts the history before every turn it
+costs about 1.2x ``count_tokens_approximately`` (``benchmarks/token_ratios.md``).
 """
 
 from __future__ import annotations
@@ -134,20 +129,7 @@ _PER_CASE_RISE = 1.94  # a lowercase then an uppercase letter: camelCase, base64
 # A letter repeated three times or more ("zzzz...", filler, padding): most letters
 # tokenize at two per token in long runs, where the letter-run count charges 0.13.
 _PER_REPEATED_LETTER = 0.4
-# Eight ASCII bytes equal to the eight a period of 2 to 8 before them: a
-# repeated pattern tokenizes period by period, "ab" * 1000 is 1,000 tokens and
-# "kx" * 1000 2,000, where a letter run is otherwise charged as a word (a token per
-# six letters). Charged a token each, which no byte-level tokenizer exceeds; natural
-# text rarely repeats eight bytes so close (0.1% of the corpus bytes).
-_PER_PERIODIC = 1.0
-_PERIODS = tuple(range(2, 9))
-_WINDOW = 8
-_COSTLY_RUNS = b"\"$&'(<[]`{}"
-"""Punctuation whose runs cost a token per two (``"[" * 1000`` is 500 tokens) in some
-tokenizer; runs of the others (``-=#*_./``, at most a token per four) are cheap."""
-_NOT_REPEATABLE = bytes(
-    0 if 65 <= b <= 90 or 97 <= b <= 122 or b in _COSTLY_RUNS else 1 for b in range(256)
-)
+_NOT_LETTER = bytes(0 if 65 <= b <= 90 or 97 <= b <= 122 else 1 for b in range(256))
 
 # Weighted counts of patterns in the class string (non-overlapping, as bytes.count).
 _ASCII_WEIGHTS: tuple[tuple[bytes, float], ...] = (
@@ -208,57 +190,16 @@ _ENTRY_BYTES = 100
 """The memo's own cost per entry (dict slot, int), charged beside the string."""
 
 
-def _repeated_letters(data: bytes, step: int, size: int) -> int:
-    """Count the letters (and costly punctuation) equal to the two before them.
-
-    ``step`` is ``data`` as a little-endian integer XOR itself shifted by a byte:
-    C-speed, a zero byte where neighbours agree.
-    """
+def _repeated_letters(data: bytes, size: int) -> int:
+    """Count the letters equal to the two before them (C-speed, as class changes)."""
     if size < 3:
         return 0
-    other = int.from_bytes(data.translate(_NOT_REPEATABLE), "little")
-    mixed = step | (step >> 8) | other >> 16
-    return mixed.to_bytes(size, "little")[: size - 2].count(0)
-
-
-def _periodic(whole: int, step: int, size: int) -> int:
-    """Count the bytes starting a window of eight that repeats a period of 2 to 8 before.
-
-    Each period is compared (a pattern of period 2 also repeats at 6 and 8, but only
-    from further into the string, which matters in short strings); windows of one
-    byte repeated (indentation, rules, ``"zzzz"``) are left to the other features.
-    C-speed: each comparison is an XOR of big integers, a byte being zero where the
-    bytes agree; a byte is then reduced to its high bit (set when nonzero) so that
-    the periods combine by AND.
-    """
-    if size < _PERIODS[0] + _WINDOW:
-        return 0
-    length = size + _PERIODS[-1]
-    low = int.from_bytes(b"\x7f" * length, "little")
-    high = low << 1 & ~low  # 0x80 in every byte
-
-    def nonzero(diff: int) -> int:
-        return ((diff & low) + low | diff) & high  # 0x80 where a byte is not zero
-
-    def window(diff: int) -> int:  # nonzero where the window from a byte differs
-        span = 1
-        while span < _WINDOW:
-            diff |= diff >> 8 * span
-            span *= 2
-        return diff
-
-    # Windows of one byte (its next seven equal it), or with a byte beyond ASCII
-    # (the per-character bound charges those), are not counted.
-    step |= step >> 8
-    step |= step >> 16
-    ignored = high ^ nonzero(step | step >> 24)
-    if whole & high:
-        ignored |= nonzero(window(whole & high))
-    differs = high
-    for period in _PERIODS:
-        differs &= nonzero(window(whole ^ (whole << 8 * period)))
-    counted = (differs | ignored).to_bytes(length, "little")[_PERIODS[0] : size - _WINDOW + 1]
-    return counted.count(0)
+    whole = int.from_bytes(data, "little")
+    step1 = int.from_bytes(data[1:], "little") ^ (whole & ((1 << (8 * (size - 1))) - 1))
+    step2 = int.from_bytes(data[2:], "little") ^ (whole & ((1 << (8 * (size - 2))) - 1))
+    other = int.from_bytes(data[2:].translate(_NOT_LETTER), "little")
+    mixed = (step1 >> 8) | step2 | other
+    return mixed.to_bytes(size - 2, "little").count(0)
 
 
 def _fitted(data: bytes) -> float:
@@ -268,17 +209,13 @@ def _fitted(data: bytes) -> float:
     shifted = int.from_bytes(classes[1:], "little") ^ int.from_bytes(classes[:-1], "little")
     changes = size - 1 - shifted.to_bytes(size - 1, "little").count(0)
     cases = data.translate(_CASES)
-    whole = int.from_bytes(data, "little")
-    step = whole ^ (whole >> 8)
-    repeats = _repeated_letters(data, step, size)
-    periodic = _periodic(whole, step, size)
+    repeats = _repeated_letters(data, size)
     cost = (
         _PER_STRING
         + _PER_CLASS_CHANGE * changes
         + _PER_UPPERCASE * cases.count(b"A")
         + _PER_CASE_RISE * cases.count(b"aA")
         + _PER_REPEATED_LETTER * repeats
-        + _PER_PERIODIC * periodic
     )
     for pattern, weight in _ASCII_WEIGHTS:
         cost += weight * classes.count(pattern)

@@ -39,7 +39,7 @@ def test_compress_to_stdout_keeps_the_format_and_the_budget() -> None:
     assert code == 0
     messages = json.loads(out)
     assert messages[0]["role"] == "system"
-    assert f"{PVLIB}: 64,240 -> " in err and "stages: prune, condense" in err
+    assert f"{PVLIB}: 64,182 -> " in err and "stages: prune, condense" in err
     loaded, fmt = load_transcript(PVLIB)
     compressed, fmt_out = parse_transcript(out)
     assert fmt_out == fmt == "openai"
@@ -116,8 +116,8 @@ def test_report_json() -> None:
     data = json.loads(out)
     (row,) = data["files"]
     assert row["file"] == str(PVLIB)  # the path as given, not its basename
-    assert row["tokens_before"] == 64_240 and row["after_prune"] < row["tokens_before"]
-    assert data["total"]["tokens_before"] == 64_240
+    assert row["tokens_before"] == 64_182 and row["after_prune"] < row["tokens_before"]
+    assert data["total"]["tokens_before"] == 64_182
     assert "file" not in data["total"] and "stages" not in data["total"]
     assert (data["threshold"], data["tail_budget"], data["summarizer"]) == (16_000, 4000, "digest")
 

@@ -232,7 +232,7 @@ def test_compress_reads_stdin_as_it_reads_the_file() -> None:
     from_stdin = console("compress", "-", "--threshold", "8000", stdin=(ROOT / PVLIB).read_bytes())
     assert from_file.returncode == from_stdin.returncode == 0, from_stdin.stderr
     assert from_stdin.stdout == from_file.stdout
-    assert from_stdin.stderr.decode().startswith("<stdin>: 64,240 -> ")
+    assert from_stdin.stderr.decode().startswith("<stdin>: 64,182 -> ")
 
 
 def test_version() -> None:
@@ -266,7 +266,7 @@ def test_compress_json_report_goes_to_stderr() -> None:
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stderr)
     (row,) = report["files"]
-    assert row["file"] == PVLIB and row["tokens_before"] == 64_240
+    assert row["file"] == PVLIB and row["tokens_before"] == 64_182
     assert report["threshold"] == 8000 and report["total"]["tokens_after"] == row["tokens_after"]
     messages, fmt = parse_transcript(done.stdout)  # stdout is still the transcript
     assert fmt == "openai" and len(messages) < 191
