@@ -214,6 +214,20 @@ def _split_system(messages: list[BaseMessage]) -> tuple[SystemMessage | None, li
     return None, messages
 
 
+def model_request(
+    fake: Any, messages: list[BaseMessage], system: SystemMessage | None, **state: Any
+) -> ModelRequest[Any]:
+    """The request a middleware sees: ``messages`` in state too, beside ``state``'s keys."""
+    from langchain.agents.middleware.types import ModelRequest
+
+    return ModelRequest(
+        model=fake,
+        messages=list(messages),
+        system_message=system,
+        state={"messages": list(messages), **state},  # type: ignore[typeddict-item]
+    )
+
+
 class LCSummarization(Strategy):
     key = "lc_summarization"
     label = "SummarizationMiddleware"
@@ -276,12 +290,7 @@ class LCContextEditing(Strategy):
 
     def step(self, history: list[BaseMessage], new: list[BaseMessage]) -> list[BaseMessage]:
         system, rest = _split_system(history)
-        request = ModelRequest(
-            model=self.fake,
-            messages=list(rest),
-            system_message=system,
-            state={"messages": list(rest)},  # type: ignore[typeddict-item]
-        )
+        request = model_request(self.fake, rest, system)
         self._timed(lambda: self.middleware.wrap_model_call(request, self._handler))
         return self.captured
 
@@ -401,12 +410,7 @@ class DeepAgentsSummarization(Strategy):
             self.system, new = _split_system(new)
             self.started = True
         self.state = add_messages(self.state, new)  # type: ignore[arg-type]
-        request = ModelRequest(
-            model=self.fake,
-            messages=list(self.state),
-            system_message=self.system,
-            state={"messages": list(self.state), **self.private},  # type: ignore[typeddict-item]
-        )
+        request = model_request(self.fake, list(self.state), self.system, **self.private)
         response = self._timed(lambda: self.middleware.wrap_model_call(request, self._handler))
         command = getattr(response, "command", None)
         update = dict(command.update) if command is not None and command.update else {}

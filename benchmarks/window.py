@@ -27,7 +27,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 from benchmarks.fake import FakeSummarizer
 from benchmarks.metrics import _strings, fingerprint
 from benchmarks.real_tokens import REPLY_PRIMING, load_tokenizers
-from benchmarks.strategies import Strategy, _split_system
+from benchmarks.strategies import Strategy, _split_system, model_request
 from langchain_context_pipeline.middleware import ContextPipelineMiddleware
 from langchain_context_pipeline.tokens import MESSAGE_OVERHEAD_TOKENS, countable_parts
 
@@ -114,12 +114,7 @@ class _MiddlewareUsage(Strategy):
 
     def step(self, history: list[BaseMessage], new: list[BaseMessage]) -> list[BaseMessage]:
         system, rest = _split_system(history)
-        request = ModelRequest(
-            model=self.fake,
-            messages=list(rest),
-            system_message=system,
-            state={"messages": list(rest), **self.state},  # type: ignore[typeddict-item]
-        )
+        request = model_request(self.fake, rest, system, **self.state)
         out = self._timed(lambda: self.middleware.wrap_model_call(request, self._handler))
         if isinstance(out, ExtendedModelResponse) and out.command is not None:
             update = out.command.update
