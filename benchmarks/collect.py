@@ -46,7 +46,7 @@ from benchmarks.window import (
     low_water_strategies,
     window_targets,
 )
-from langchain_context_pipeline.tokens import MESSAGE_OVERHEAD_TOKENS
+from langchain_context_pipeline.tokens.counters import MESSAGE_OVERHEAD_TOKENS
 
 STRATEGIES = (*PLAIN_STRATEGIES, *USAGE_STRATEGIES)
 """Every strategy of the full run: the plain replays and the usage-reporting ones."""

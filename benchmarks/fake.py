@@ -23,7 +23,7 @@ from langchain_core.runnables import RunnableConfig
 from pydantic import PrivateAttr
 
 from langchain_context_pipeline import estimate_tokens
-from langchain_context_pipeline.tokens import message_text
+from langchain_context_pipeline.tokens.counters import message_text
 
 SHARE = 0.2
 """The reply's size as a share of the prompt's characters."""

@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from benchmarks.real_tokens import RealTokenStats
 from benchmarks.recoverable import Recoverable
-from langchain_context_pipeline.tokens import estimate_message_tokens, message_text
+from langchain_context_pipeline.tokens.counters import estimate_message_tokens, message_text
 
 CACHED_PRICE = 0.1
 """Price of a cached input token, relative to an uncached one."""

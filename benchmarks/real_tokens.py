@@ -3,9 +3,9 @@
 A request's real size is what a provider with that tokenizer charges for it, as
 ``tests/unit_tests/test_real_token_budget.py`` counts it: per message, the
 tokenizer's count of the parts a provider sends
-(:func:`langchain_context_pipeline.tokens.countable_parts`: string content, text
+(:func:`langchain_context_pipeline.tokens.counters.countable_parts`: string content, text
 and other blocks, tool calls with their JSON arguments), the fixed cost of media
-blocks, and :data:`~langchain_context_pipeline.tokens.MESSAGE_OVERHEAD_TOKENS`
+blocks, and :data:`~langchain_context_pipeline.tokens.counters.MESSAGE_OVERHEAD_TOKENS`
 (4) for the message's framing; plus :data:`REPLY_PRIMING` (3) per request. The
 tokenizers are cl100k_base, o200k_base, Llama 3 and Qwen 3 from ``quicktok``
 (offline, no download).
@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any
 from langchain_core.messages import BaseMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
-from langchain_context_pipeline.tokens import (
+from langchain_context_pipeline.tokens.counters import (
     MESSAGE_OVERHEAD_TOKENS,
     countable_parts,
     estimate_message_tokens,

@@ -5,7 +5,7 @@ final model input. Recoverable retention also counts what a reference in it
 leads back to: a brief, cut, summary or removal note of ours names its originals
 (``ref=ab12cd34``, ``ref=ab12cd34..ef567890``), which the agent reads back with
 the ``recall`` tool; the references are resolved with
-:mod:`langchain_context_pipeline.references` against the full history, as the
+:mod:`langchain_context_pipeline.messages.references` against the full history, as the
 tool resolves them against graph state. A strategy without references can only
 recover what it put somewhere the request names (deepagents: its offloaded
 conversation-history file and its large-result files); for every other peer
@@ -24,8 +24,8 @@ from dataclasses import dataclass
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from langchain_context_pipeline.references import find_refs, resolve
-from langchain_context_pipeline.tokens import message_text
+from langchain_context_pipeline.messages.references import find_refs, resolve
+from langchain_context_pipeline.tokens.counters import message_text
 
 Evicts = Callable[[str, str], bool]
 """``evicts(tool_name, result_text)``: whether a strategy moved the result to a file."""

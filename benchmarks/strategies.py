@@ -34,7 +34,7 @@ from langchain_core.messages.utils import trim_messages
 
 from benchmarks.fake import FakeSummarizer
 from langchain_context_pipeline import ContextPipeline, Pruner, estimate_tokens
-from langchain_context_pipeline.carried import CarriedSummary
+from langchain_context_pipeline.stages.carried import CarriedSummary
 
 with warnings.catch_warnings():
     # The peers' imports emit deprecation warnings of their own dependencies

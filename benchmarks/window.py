@@ -29,7 +29,7 @@ from benchmarks.metrics import _strings, fingerprint
 from benchmarks.real_tokens import REPLY_PRIMING, load_tokenizers
 from benchmarks.strategies import Strategy, _split_system, model_request
 from langchain_context_pipeline.middleware import ContextPipelineMiddleware
-from langchain_context_pipeline.tokens import MESSAGE_OVERHEAD_TOKENS, countable_parts
+from langchain_context_pipeline.tokens.counters import MESSAGE_OVERHEAD_TOKENS, countable_parts
 
 IDENTIFIER = re.compile(
     r"(?:[\w.-]*/)+[\w.-]+"  # paths

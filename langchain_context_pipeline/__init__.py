@@ -10,25 +10,30 @@ there on first use, so importing the package does not load the command line.
 
 from typing import TYPE_CHECKING, Any
 
-from langchain_context_pipeline._exact import exact_token_counter
-from langchain_context_pipeline.briefs import BUILTIN_BRIEFS, BriefFunction, brief_for
-from langchain_context_pipeline.carried import SUMMARY_STATE_KEY, CarriedSummary
-from langchain_context_pipeline.condenser import Condenser, CondenseStats
-from langchain_context_pipeline.digest import DIGEST
-from langchain_context_pipeline.errors import BudgetError
-from langchain_context_pipeline.marks import CONDENSED_TAG, is_pipeline_summary
-from langchain_context_pipeline.pipeline import ContextPipeline
-from langchain_context_pipeline.pruner import Pruner, PruneStats
-from langchain_context_pipeline.report import CompressionReport, CompressionResult
-from langchain_context_pipeline.settings import CondenseSettings, PipelineSettings, PruneSettings
-from langchain_context_pipeline.summary_memory import SummaryMemory
+from langchain_context_pipeline import _moved
+from langchain_context_pipeline.core.pipeline import ContextPipeline
+from langchain_context_pipeline.core.report import CompressionReport, CompressionResult
+from langchain_context_pipeline.core.settings import (
+    CondenseSettings,
+    PipelineSettings,
+    PruneSettings,
+)
+from langchain_context_pipeline.errors import BudgetError, ContextPipelineError, SummaryTimeoutError
+from langchain_context_pipeline.messages.marks import CONDENSED_TAG, is_pipeline_summary
+from langchain_context_pipeline.stages.briefs import BUILTIN_BRIEFS, BriefFunction, brief_for
+from langchain_context_pipeline.stages.carried import SUMMARY_STATE_KEY, CarriedSummary
+from langchain_context_pipeline.stages.condenser import Condenser, CondenseStats
+from langchain_context_pipeline.stages.digest import DIGEST
+from langchain_context_pipeline.stages.pruner import Pruner, PruneStats
+from langchain_context_pipeline.stages.summary_memory import SummaryMemory
+from langchain_context_pipeline.stages.truncate import TruncateStats, hard_truncate
 from langchain_context_pipeline.tokens import (
     TokenCounter,
     estimate_tokens,
     resolve_token_counter,
     tiktoken_counter,
 )
-from langchain_context_pipeline.truncate import TruncateStats, hard_truncate
+from langchain_context_pipeline.tokens.exact import exact_token_counter
 
 if TYPE_CHECKING:
     from langchain_context_pipeline.cli.transcripts import load_transcript
@@ -47,11 +52,13 @@ __all__ = [
     "CondenseStats",
     "Condenser",
     "ContextPipeline",
+    "ContextPipelineError",
     "PipelineSettings",
     "PruneSettings",
     "PruneStats",
     "Pruner",
     "SummaryMemory",
+    "SummaryTimeoutError",
     "TokenCounter",
     "TruncateStats",
     "brief_for",
@@ -65,6 +72,8 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+_moved.install()
 
 # Names imported from outside the core on first use: name -> module.
 _LAZY = {"load_transcript": "langchain_context_pipeline.cli.transcripts"}

@@ -75,7 +75,7 @@ REAL = [
 
 from langchain_context_pipeline import DIGEST, ContextPipeline
 from langchain_context_pipeline.cli.transcripts import load_transcript
-from langchain_context_pipeline.replay import replay
+from langchain_context_pipeline.core.replay import replay
 
 examples = Path("..") / "examples" / "transcripts"
 messages, fmt = load_transcript(examples / "minisweagent_pvlib-1707_deepseek.json")
@@ -326,7 +326,7 @@ from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.tools import tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 
-from langchain_context_pipeline.references import REF_PATTERN
+from langchain_context_pipeline.messages.references import REF_PATTERN
 
 BIG_PATH = "src/payments/ledger.py"
 BIG = "\\n".join(f"{i:05d} entry_{i} = post(account={i % 97}, amount={i * 3})" for i in range(400))

@@ -9,7 +9,7 @@ space before it stays a token of its own in some tokenizer; 0 for ASCII, which
 the estimate charges by its own counts. The space maps to
 itself. Surrogates (which no tokenizer accepts alone) cost their three UTF-8
 bytes, marked. The file is zlib-compressed and read
-once at import by :mod:`langchain_context_pipeline._text_cost`.
+once at import by :mod:`langchain_context_pipeline.tokens.estimate`.
 
 Run it again when a tokenizer is added to the calibration set.
 """

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from langchain_context_pipeline import DIGEST, ContextPipeline
 from langchain_context_pipeline.cli.transcripts import load_transcript
-from langchain_context_pipeline.tokens import estimate_tokens, message_text
+from langchain_context_pipeline.tokens.counters import estimate_tokens, message_text
 
 _REF = re.compile(r"\nOriginals: ref=[0-9a-f.]+| \(ref=[0-9a-f.]+\)| ref=[0-9a-f.]+")
 

@@ -14,7 +14,7 @@ import time
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_context_pipeline import ContextPipeline
-from langchain_context_pipeline import digest as digest_module
+from langchain_context_pipeline.stages import digest as digest_module
 
 
 def agent_run(n: int) -> list[BaseMessage]:

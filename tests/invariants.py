@@ -8,7 +8,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, SystemMessage, ToolMessage
 
-from langchain_context_pipeline.tokens import message_text
+from langchain_context_pipeline.tokens.counters import message_text
 
 
 def call_ids(message: BaseMessage) -> list[str]:
@@ -80,11 +80,11 @@ def smallest_request_tokens(messages: Sequence[BaseMessage], head_count: int) ->
     reasoning blocks whole, as a provider requires), and one removal note: when this
     fits the threshold, a request within it exists and ``compress`` must not raise.
     """
-    from langchain_context_pipeline._meter import Meter
-    from langchain_context_pipeline._units import Split
-    from langchain_context_pipeline.marks import pipeline_kind
-    from langchain_context_pipeline.tokens import estimate_tokens
-    from langchain_context_pipeline.truncate import _shrink, minimal_request, removal_note
+    from langchain_context_pipeline.messages.marks import pipeline_kind
+    from langchain_context_pipeline.messages.units import Split
+    from langchain_context_pipeline.stages.truncate import _shrink, minimal_request, removal_note
+    from langchain_context_pipeline.tokens.counters import estimate_tokens
+    from langchain_context_pipeline.tokens.meter import Meter
 
     if not messages:
         return 0

@@ -35,7 +35,7 @@ from langchain_core.tools import StructuredTool
 from strategies_shapes import Options, Record, python_values, tool_turn
 
 from langchain_context_pipeline import DIGEST, ContextPipeline
-from langchain_context_pipeline.marks import METADATA_KEY
+from langchain_context_pipeline.messages.marks import METADATA_KEY
 
 WORDS = ["alpha", "src/app.py", "npm test", "FAILED", "ok", "é", "日本", "\n", "SECRET=hunter2"]
 

@@ -28,9 +28,9 @@ from langchain_context_pipeline.cli.transcripts import (
     load_transcript,
     parse_transcript,
 )
+from langchain_context_pipeline.core.pipeline import ContextPipeline
+from langchain_context_pipeline.core.replay import ReplayResult, Turn, replay
 from langchain_context_pipeline.errors import BudgetError
-from langchain_context_pipeline.pipeline import ContextPipeline
-from langchain_context_pipeline.replay import ReplayResult, Turn, replay
 
 __all__ = ["COMMANDS", "STDIN", "Streams", "compress", "replay_command", "report"]
 

@@ -22,9 +22,9 @@ from collections.abc import Callable
 from typing import Any
 
 from langchain_context_pipeline.cli.transcript_errors import describe
-from langchain_context_pipeline.digest import DIGEST
-from langchain_context_pipeline.pipeline import ContextPipeline
-from langchain_context_pipeline.settings import DEFAULT_TAIL_CAP, PipelineSettings
+from langchain_context_pipeline.core.pipeline import ContextPipeline
+from langchain_context_pipeline.core.settings import DEFAULT_TAIL_CAP, PipelineSettings
+from langchain_context_pipeline.stages.digest import DIGEST
 
 __all__ = ["UsageError", "add_pipeline_options", "build_pipeline"]
 

@@ -8,7 +8,7 @@ one plain line per step, so logs and tests read it as text.
 
 Example:
     >>> import io
-    >>> from langchain_context_pipeline.replay import ReplayResult, Turn
+    >>> from langchain_context_pipeline.core.replay import ReplayResult, Turn
     >>> out = io.StringIO()
     >>> print_replay(ReplayResult([Turn(3, 1200, 900, ("prune",), 0)]), out)
     >>> print(out.getvalue().splitlines()[1])
@@ -29,8 +29,8 @@ from rich.console import Console, RenderableType
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 from rich.table import Table
 
-from langchain_context_pipeline.replay import ReplayResult
-from langchain_context_pipeline.report import CompressionReport
+from langchain_context_pipeline.core.replay import ReplayResult
+from langchain_context_pipeline.core.report import CompressionReport
 
 __all__ = [
     "console_for",

@@ -32,7 +32,7 @@ from scripted_model import TASK, TOOLS, CountingSummarizer, ScriptedToolModel
 
 from langchain_context_pipeline import CONDENSED_TAG, ContextPipeline, is_pipeline_summary
 from langchain_context_pipeline.langgraph import create_pre_model_hook
-from langchain_context_pipeline.marks import MARK_KEY_ENV, METADATA_KEY
+from langchain_context_pipeline.messages.marks import MARK_KEY_ENV, METADATA_KEY
 from langchain_context_pipeline.middleware import ContextPipelineMiddleware
 
 THRESHOLD = 16000

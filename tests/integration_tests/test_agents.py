@@ -52,10 +52,10 @@ from langchain_context_pipeline import (
     ContextPipeline,
     is_pipeline_summary,
 )
-from langchain_context_pipeline._meter import Meter
-from langchain_context_pipeline._units import Split
 from langchain_context_pipeline.langgraph import create_pre_model_hook
+from langchain_context_pipeline.messages.units import Split
 from langchain_context_pipeline.middleware import SUMMARY_STATE_KEY, ContextPipelineMiddleware
+from langchain_context_pipeline.tokens.meter import Meter
 
 pytestmark = [
     pytest.mark.integration,

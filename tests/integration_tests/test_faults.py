@@ -30,7 +30,7 @@ from langchain_openai import ChatOpenAI
 from openai_stub import OpenAIStub, StubReply
 
 from langchain_context_pipeline import CompressionResult, ContextPipeline, is_pipeline_summary
-from langchain_context_pipeline.tokens import message_text
+from langchain_context_pipeline.tokens.counters import message_text
 
 pytestmark = pytest.mark.integration
 

@@ -42,8 +42,8 @@ from openai_stub import (
 from pydantic import SecretStr
 
 from langchain_context_pipeline import DIGEST
-from langchain_context_pipeline.calibration import CALIBRATION_STATE_KEY, Calibration
 from langchain_context_pipeline.middleware import SUMMARY_STATE_KEY, ContextPipelineMiddleware
+from langchain_context_pipeline.tokens.calibration import CALIBRATION_STATE_KEY, Calibration
 
 pytestmark = pytest.mark.integration
 

@@ -53,8 +53,13 @@ from scripted_model import TASK, ScriptedToolModel, file_content, filler
 
 from langchain_context_pipeline import ContextPipeline, is_pipeline_summary
 from langchain_context_pipeline.langgraph import DEFAULT_SUMMARY_KEY
-from langchain_context_pipeline.marks import MARK_KEY_ENV
-from langchain_context_pipeline.references import REF_PATTERN, call_of, message_ref, stands_in
+from langchain_context_pipeline.messages.marks import MARK_KEY_ENV
+from langchain_context_pipeline.messages.references import (
+    REF_PATTERN,
+    call_of,
+    message_ref,
+    stands_in,
+)
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 

@@ -22,7 +22,7 @@ from langchain_core.messages import SystemMessage
 from scripted_model import TOOLS, ScriptedToolModel
 
 from langchain_context_pipeline import estimate_tokens, is_pipeline_summary
-from langchain_context_pipeline.calibration import request_overhead
+from langchain_context_pipeline.tokens.calibration import request_overhead
 
 pytestmark = [pytest.mark.integration]
 

@@ -28,9 +28,9 @@ from scripted_model import file_content
 
 from langchain_context_pipeline import ContextPipeline
 from langchain_context_pipeline.langgraph import create_pre_model_hook
+from langchain_context_pipeline.messages.references import REF_PATTERN
 from langchain_context_pipeline.middleware import ContextPipelineMiddleware
 from langchain_context_pipeline.recall import create_recall_tool
-from langchain_context_pipeline.references import REF_PATTERN
 
 pytestmark = [
     pytest.mark.integration,

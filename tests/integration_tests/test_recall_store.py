@@ -12,12 +12,12 @@ from langgraph.prebuilt import ToolNode
 from langgraph.store.memory import InMemoryStore
 
 from langchain_context_pipeline import ContextPipeline
+from langchain_context_pipeline.messages.references import message_ref
 from langchain_context_pipeline.recall import (
     aarchive_originals,
     archive_originals,
     create_recall_tool,
 )
-from langchain_context_pipeline.references import message_ref
 
 pytestmark = pytest.mark.integration
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from langchain_context_pipeline.marks import MARK_KEY_ENV
+from langchain_context_pipeline.messages.marks import MARK_KEY_ENV
 
 pytestmark = [
     pytest.mark.integration,

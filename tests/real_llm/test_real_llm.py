@@ -60,7 +60,7 @@ from langchain_context_pipeline import (
     is_pipeline_summary,
 )
 from langchain_context_pipeline.langgraph import create_pre_model_hook
-from langchain_context_pipeline.tokens import message_text
+from langchain_context_pipeline.tokens.counters import message_text
 
 pytestmark = pytest.mark.real_llm
 

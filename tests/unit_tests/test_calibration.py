@@ -32,8 +32,9 @@ from pydantic import Field, PrivateAttr
 from strategies_loop import UsageRun, usage_runs
 
 from langchain_context_pipeline import DIGEST
-from langchain_context_pipeline._overflow import overflow_of
-from langchain_context_pipeline.calibration import (
+from langchain_context_pipeline.langgraph import ContextPipelineHook, create_pre_model_hook
+from langchain_context_pipeline.middleware import ContextPipelineMiddleware
+from langchain_context_pipeline.tokens.calibration import (
     CALIBRATION_STATE_KEY,
     MAX_CORRECTION,
     MAX_DECREASE,
@@ -42,9 +43,8 @@ from langchain_context_pipeline.calibration import (
     Calibration,
     prefix_digests,
 )
-from langchain_context_pipeline.langgraph import ContextPipelineHook, create_pre_model_hook
-from langchain_context_pipeline.middleware import ContextPipelineMiddleware
-from langchain_context_pipeline.tokens import MESSAGE_OVERHEAD_TOKENS, countable_parts
+from langchain_context_pipeline.tokens.counters import MESSAGE_OVERHEAD_TOKENS, countable_parts
+from langchain_context_pipeline.tokens.overflow import overflow_of
 
 CL100K = quicktok.get_encoding("cl100k_base")
 WINDOW = 16_000

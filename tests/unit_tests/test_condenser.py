@@ -16,9 +16,9 @@ from langchain_core.runnables import RunnableLambda
 from langgraph.constants import TAG_NOSTREAM
 
 from langchain_context_pipeline import CONDENSED_TAG, Condenser, is_pipeline_summary
-from langchain_context_pipeline._model_call import TAG_NOSTREAM as OUR_NOSTREAM
-from langchain_context_pipeline.digest import build_digest, build_index
-from langchain_context_pipeline.tokens import estimate_tokens
+from langchain_context_pipeline.core.model_call import TAG_NOSTREAM as OUR_NOSTREAM
+from langchain_context_pipeline.stages.digest import build_digest, build_index
+from langchain_context_pipeline.tokens.counters import estimate_tokens
 
 
 def conversation(turns: int = 12, size: int = 3000) -> list[BaseMessage]:
@@ -342,7 +342,7 @@ async def test_a_timeout_raised_by_the_model_is_reported_as_its_own(mode: str) -
 
 
 def test_the_transcript_sent_to_the_summarizer_is_capped() -> None:
-    from langchain_context_pipeline._prompt import build_prompt
+    from langchain_context_pipeline.stages.prompt import build_prompt
 
     middle = [HumanMessage(f"message {i} " + "x" * 5000) for i in range(1000)]
     prompt = build_prompt(middle, None, 500, "at most {max_tokens}", max_chars=100_000)
@@ -454,7 +454,7 @@ def test_a_custom_message_type_is_shown_to_the_summarizer() -> None:
 def test_a_prompt_that_cannot_be_built_falls_back_to_the_digest(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from langchain_context_pipeline import condenser as module
+    from langchain_context_pipeline.stages import condenser as module
 
     def broken(*args: Any, **kwargs: Any) -> Any:
         raise ValueError("Got unsupported message type")

@@ -24,11 +24,11 @@ from langchain_core.tracers import BaseTracer
 from langchain_core.tracers.schemas import Run
 
 from langchain_context_pipeline import DIGEST, ContextPipeline, PipelineSettings
-from langchain_context_pipeline._events import METADATA_PREFIX
 from langchain_context_pipeline.deepagents import DeepAgentContextMiddleware
+from langchain_context_pipeline.integrations.events import METADATA_PREFIX
 from langchain_context_pipeline.langgraph import create_pre_model_hook
 from langchain_context_pipeline.middleware import ContextPipelineMiddleware
-from langchain_context_pipeline.threshold import normalize_threshold
+from langchain_context_pipeline.tokens.threshold import normalize_threshold
 
 LOGGER = "langchain_context_pipeline"
 

@@ -16,18 +16,18 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from langchain_context_pipeline import (
     ContextPipeline,
-    _encodings,
-    _exact,
     estimate_tokens,
     exact_token_counter,
     resolve_token_counter,
     tiktoken_counter,
 )
-from langchain_context_pipeline._encodings import encoding_for_model_name
-from langchain_context_pipeline._exact import REPLY_PRIMING_TOKENS
 from langchain_context_pipeline.langgraph import create_pre_model_hook
 from langchain_context_pipeline.middleware import ContextPipelineMiddleware
-from langchain_context_pipeline.tokens import MESSAGE_OVERHEAD_TOKENS, countable_parts
+from langchain_context_pipeline.tokens import encodings as _encodings
+from langchain_context_pipeline.tokens import exact as _exact
+from langchain_context_pipeline.tokens.counters import MESSAGE_OVERHEAD_TOKENS, countable_parts
+from langchain_context_pipeline.tokens.encodings import encoding_for_model_name
+from langchain_context_pipeline.tokens.exact import REPLY_PRIMING_TOKENS
 
 LOGGER = "langchain_context_pipeline"
 MIXED = [

@@ -30,7 +30,7 @@ from langchain_context_pipeline import (
     is_pipeline_summary,
 )
 from langchain_context_pipeline.langgraph import DEFAULT_SUMMARY_KEY, create_pre_model_hook
-from langchain_context_pipeline.tokens import message_text
+from langchain_context_pipeline.tokens.counters import message_text
 
 THRESHOLD = 4000
 TAIL = 1000

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_context_pipeline import ContextPipeline, PipelineSettings, estimate_tokens
-from langchain_context_pipeline._hysteresis import Cuts, settle
+from langchain_context_pipeline.stages.hysteresis import Cuts, settle
 
 THRESHOLD = 6000
 

@@ -12,13 +12,13 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from strategies_shapes import conversations
 
 from langchain_context_pipeline import BudgetError, ContextPipeline, estimate_tokens, hard_truncate
-from langchain_context_pipeline import digest as digest_module
-from langchain_context_pipeline._blocks import call_ids as call_ids_of
-from langchain_context_pipeline._meter import Meter
-from langchain_context_pipeline._note import NotePricer, note_room, removal_note
-from langchain_context_pipeline._units import group_units, is_system
-from langchain_context_pipeline.marks import pipeline_kind
-from langchain_context_pipeline.references import span_ref
+from langchain_context_pipeline.messages.blocks import call_ids as call_ids_of
+from langchain_context_pipeline.messages.marks import pipeline_kind
+from langchain_context_pipeline.messages.references import span_ref
+from langchain_context_pipeline.messages.units import group_units, is_system
+from langchain_context_pipeline.stages import digest as digest_module
+from langchain_context_pipeline.stages.note import NotePricer, note_room, removal_note
+from langchain_context_pipeline.tokens.meter import Meter
 
 
 def read_then_ask() -> list[BaseMessage]:

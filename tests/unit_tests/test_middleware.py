@@ -358,7 +358,7 @@ def test_the_request_stays_within_the_threshold_as_tool_schemas_change(
 def test_only_the_middleware_module_imports_langchain_agents() -> None:
     package = Path(langchain_context_pipeline.__file__).parent
     importers = set()
-    for path in package.glob("*.py"):
+    for path in package.rglob("*.py"):
         for node in ast.walk(ast.parse(path.read_text())):
             names: list[str] = []
             if isinstance(node, ast.ImportFrom) and node.module:
@@ -366,12 +366,13 @@ def test_only_the_middleware_module_imports_langchain_agents() -> None:
             elif isinstance(node, ast.Import):
                 names = [alias.name for alias in node.names]
             if any(n == "langchain.agents" or n.startswith("langchain.agents.") for n in names):
-                importers.add(path.name)
-    assert importers == {"middleware.py"}
+                importers.add(path.relative_to(package).as_posix())
+    assert importers == {"integrations/middleware.py"}
 
 
 def test_missing_langchain_gives_an_install_hint(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(sys.modules, "langchain.agents.middleware.types", None)
     monkeypatch.delitem(sys.modules, "langchain_context_pipeline.middleware")
+    monkeypatch.delitem(sys.modules, "langchain_context_pipeline.integrations.middleware")
     with pytest.raises(ImportError, match=r"pip install 'langchain-context-pipeline\[agents\]'"):
         importlib.import_module("langchain_context_pipeline.middleware")

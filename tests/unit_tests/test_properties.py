@@ -22,7 +22,7 @@ from langchain_core.messages import (
 )
 
 from langchain_context_pipeline import DIGEST, BudgetError, ContextPipeline, estimate_tokens
-from langchain_context_pipeline._units import Split, is_system
+from langchain_context_pipeline.messages.units import Split, is_system
 
 WORDS = ["alpha", "beta", "src/app.py", "npm test", "FAILED", "ok", "{", "}", "é", "日本", "\n"]
 

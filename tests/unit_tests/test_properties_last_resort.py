@@ -23,8 +23,8 @@ from strategies_shapes import (
 )
 
 from langchain_context_pipeline import BudgetError, CarriedSummary, ContextPipeline, estimate_tokens
-from langchain_context_pipeline._units import group_units
-from langchain_context_pipeline.marks import pipeline_kind
+from langchain_context_pipeline.messages.marks import pipeline_kind
+from langchain_context_pipeline.messages.units import group_units
 
 modes = st.sampled_from(["single", "loop"])
 

@@ -34,10 +34,10 @@ from strategies_loop import Run, last_resort_runs, runs
 from strategies_shapes import broken_pairs, reasoning_of
 
 from langchain_context_pipeline import CarriedSummary, estimate_tokens, is_pipeline_summary
-from langchain_context_pipeline._units import group_units, is_system
-from langchain_context_pipeline.marks import pipeline_kind
-from langchain_context_pipeline.report import CompressionResult
-from langchain_context_pipeline.tokens import message_text
+from langchain_context_pipeline.core.report import CompressionResult
+from langchain_context_pipeline.messages.marks import pipeline_kind
+from langchain_context_pipeline.messages.units import group_units, is_system
+from langchain_context_pipeline.tokens.counters import message_text
 
 LOOP_EXAMPLES = int(
     os.environ.get("LOOP_EXAMPLES", 2_000 if os.environ.get("HYPOTHESIS_PROFILE") == "ci" else 40)

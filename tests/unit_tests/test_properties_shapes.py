@@ -28,12 +28,12 @@ from langchain_context_pipeline import (
     BudgetError,
     CarriedSummary,
     ContextPipeline,
-    _text_cost,
     estimate_tokens,
 )
-from langchain_context_pipeline._blocks import call_ids, pair_results, result_ids
-from langchain_context_pipeline._units import Split, group_units, head_end
-from langchain_context_pipeline.tokens import (
+from langchain_context_pipeline.messages.blocks import call_ids, pair_results, result_ids
+from langchain_context_pipeline.messages.units import Split, group_units, head_end
+from langchain_context_pipeline.tokens import estimate as _text_cost
+from langchain_context_pipeline.tokens.counters import (
     MESSAGE_OVERHEAD_TOKENS,
     countable_parts,
     estimate_message_tokens,

@@ -24,7 +24,7 @@ from strategies_shapes import (
 )
 
 from langchain_context_pipeline import BudgetError, Condenser, ContextPipeline, estimate_tokens
-from langchain_context_pipeline.tokens import message_text
+from langchain_context_pipeline.tokens.counters import message_text
 
 PREFIX = 40
 """How much of each result's text the transcript must show (its start is always kept)."""

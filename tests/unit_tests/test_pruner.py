@@ -12,9 +12,9 @@ from strategies_shapes import broken_pairs, is_system
 from strategies_shapes import conversations as shape_conversations
 
 from langchain_context_pipeline import Pruner
-from langchain_context_pipeline._meter import Meter
-from langchain_context_pipeline._units import Split, group_units
-from langchain_context_pipeline.references import format_ref, message_ref
+from langchain_context_pipeline.messages.references import format_ref, message_ref
+from langchain_context_pipeline.messages.units import Split, group_units
+from langchain_context_pipeline.tokens.meter import Meter
 
 
 def read_call(cid: str = "c1", path: str = "src/app.py") -> dict[str, Any]:

@@ -25,7 +25,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 
 from langchain_context_pipeline import DIGEST, ContextPipeline
 from langchain_context_pipeline.cli.transcripts import load_transcript
-from langchain_context_pipeline.tokens import MESSAGE_OVERHEAD_TOKENS, countable_parts
+from langchain_context_pipeline.tokens.counters import MESSAGE_OVERHEAD_TOKENS, countable_parts
 
 DATA = Path(__file__).resolve().parent.parent / "data"
 TRANSCRIPTS = sorted((DATA / "transcripts").glob("*.json"))

@@ -16,7 +16,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from test_properties import _invoke, _summarizer, conversations
 
 from langchain_context_pipeline import DIGEST, ContextPipeline, hard_truncate, is_pipeline_summary
-from langchain_context_pipeline.references import (
+from langchain_context_pipeline.messages.references import (
     find_refs,
     format_ref,
     message_ref,

@@ -25,9 +25,9 @@ from langchain_context_pipeline import (
     estimate_tokens,
     hard_truncate,
 )
-from langchain_context_pipeline._units import Split, group_units
-from langchain_context_pipeline.digest import build_digest
-from langchain_context_pipeline.tokens import tool_call_ids
+from langchain_context_pipeline.messages.units import Split, group_units
+from langchain_context_pipeline.stages.digest import build_digest
+from langchain_context_pipeline.tokens.counters import tool_call_ids
 
 SYSTEM = "You are a careful coding agent. " * 40
 TASK = "Collect the ids of every open ticket and close the stale ones. " * 20

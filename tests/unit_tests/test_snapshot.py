@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import example, given
 from hypothesis import strategies as st
 
-from langchain_context_pipeline._snapshot import snapshot
+from langchain_context_pipeline.messages.snapshot import snapshot
 
 # Few values, so that two draws are often equal under == yet written differently.
 leaves = st.sampled_from([None, False, True, 0, 1, 0.0, -0.0, 1.0, float("nan"), "a", "", b"a"])

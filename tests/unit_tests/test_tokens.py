@@ -9,19 +9,19 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
 from langchain_context_pipeline import (
-    _text_cost,
     estimate_tokens,
     resolve_token_counter,
     tiktoken_counter,
 )
-from langchain_context_pipeline._text_cost import Memo, text_tokens
-from langchain_context_pipeline.tokens import (
+from langchain_context_pipeline.tokens import estimate as _text_cost
+from langchain_context_pipeline.tokens.counters import (
     FILE_TOKENS,
     IMAGE_TOKENS,
     countable_parts,
     counting_model,
     reset_counting_model,
 )
+from langchain_context_pipeline.tokens.estimate import Memo, text_tokens
 
 
 def test_text_estimate_plus_four_per_message() -> None:

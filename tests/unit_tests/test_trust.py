@@ -40,7 +40,7 @@ from langchain_context_pipeline import (
     is_pipeline_summary,
 )
 from langchain_context_pipeline.langgraph import DEFAULT_SUMMARY_KEY, create_pre_model_hook
-from langchain_context_pipeline.marks import (
+from langchain_context_pipeline.messages.marks import (
     MARK_KEY_ENV,
     METADATA_KEY,
     pipeline_kind,
@@ -410,7 +410,7 @@ def test_a_langgraph_thread_id_names_the_conversation() -> None:
 
 
 def test_the_bank_of_breakers_is_bounded() -> None:
-    from langchain_context_pipeline._breaker import BreakerBank
+    from langchain_context_pipeline.stages.breaker import BreakerBank
 
     bank = BreakerBank(3, 10, size=4)
     first = bank.get("a")

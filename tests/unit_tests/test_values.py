@@ -26,12 +26,13 @@ from langgraph.store.memory import InMemoryStore
 from pydantic import BaseModel
 from strategies_shapes import python_values
 
-from langchain_context_pipeline import ContextPipeline, Pruner, estimate_tokens, references
-from langchain_context_pipeline import _archive as archive
-from langchain_context_pipeline._snapshot import snapshot
-from langchain_context_pipeline._values import dumps, jsonable
+from langchain_context_pipeline import ContextPipeline, Pruner, estimate_tokens
+from langchain_context_pipeline.integrations import archive as archive
+from langchain_context_pipeline.messages import references
+from langchain_context_pipeline.messages.references import message_ref
+from langchain_context_pipeline.messages.snapshot import snapshot
+from langchain_context_pipeline.messages.values import dumps, jsonable
 from langchain_context_pipeline.recall import archive_originals, create_recall_tool
-from langchain_context_pipeline.references import message_ref
 
 
 @dataclass
@@ -330,10 +331,10 @@ def test_prefix_digests_and_tool_counts_read_any_value_alike_in_every_copy() -> 
     """
     from langchain_core.messages import AIMessage
 
-    from langchain_context_pipeline._prefix import prefix_digests, stable_text
-    from langchain_context_pipeline._tool_fingerprint import tools_fingerprint
-    from langchain_context_pipeline.calibration import tools_tokens
-    from langchain_context_pipeline.tokens import estimate_tokens
+    from langchain_context_pipeline.integrations.tool_fingerprint import tools_fingerprint
+    from langchain_context_pipeline.tokens.calibration import tools_tokens
+    from langchain_context_pipeline.tokens.counters import estimate_tokens
+    from langchain_context_pipeline.tokens.prefix import prefix_digests, stable_text
 
     args = {"k": {1: "a", "b": 2, (3, 4): {"x", "y"}}}
     first = AIMessage("", tool_calls=[{"name": "t", "args": args, "id": "c1"}])

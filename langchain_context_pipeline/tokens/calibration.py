@@ -1,0 +1,417 @@
+"""Calibration: budget each request by what the provider reports it charged.
+
+The hook and the middleware know what they sent in each model call, counted by the
+pipeline's counter; the provider's reply carries ``usage_metadata["input_tokens"]``.
+The record of a thread (:class:`Calibration`, stored in graph state under
+:data:`CALIBRATION_STATE_KEY`, so that it survives restarts and is shared by
+workers) keeps, for the last requests the provider counted, how many messages they
+held, a digest of them (and of the system prompt and tools sent beside them), what
+the counter said and what the provider reported.
+
+The next request is budgeted as **the provider's count of the longest such request
+it repeats unchanged, plus the counter's estimate of every message after it**: a
+request of ``n`` counted tokens whose first ``k`` messages (and overhead) are a
+request the provider counted at ``R`` while the counter said ``C``, must keep
+``n - C`` (what is new) within ``threshold - R``. That is exact where the provider
+counted and as conservative as the counter where it did not, so a change of content
+mix (English first, dense tool output next) cannot make it overshoot. Whether the
+output repeats the counted prefix is only known once it is compressed: the entry
+points compress with the longest prefix's budget and, when the output broke that
+prefix (compaction replaced a turn of it), again within the budget the output's own
+kept prefix allows (:meth:`Calibration.refit`).
+
+The ratio ``correction`` (the provider's tokens per counted token, with a 3% margin)
+is kept for what the provider never saw, and only upwards: the default estimate never
+counts below real tokenizers, so scaling it down for content the provider has not
+counted is what overshot; a counter that undercounts (a custom one, or chars/4 for
+Chinese) is corrected up.
+
+Guards (LangChain's own attempt was reverted for the first): every part of the
+request is counted (the middleware adds the system message and the tool schemas,
+the hook those it is given);
+a reply from another provider or model than the agent's, a reply without usage and
+absurd usage (not a positive integer, or more than :data:`MAX_CORRECTION` times off)
+change nothing; the correction stays within [:data:`MIN_CORRECTION`,
+:data:`MAX_CORRECTION`]. The first measurement replaces the default at once; after
+it, a reply raises the correction as far as it measures but lowers it by
+:data:`MAX_DECREASE` at most.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+
+from langchain_context_pipeline.messages.values import dumps
+from langchain_context_pipeline.tokens.prefix import prefix_digests, stable_text
+
+__all__ = [
+    "CALIBRATION_STATE_KEY",
+    "MAX_CORRECTION",
+    "MIN_CORRECTION",
+    "Calibration",
+    "model_identity",
+    "prefix_digests",
+    "request_overhead",
+    "request_seed",
+    "tools_tokens",
+]
+
+CALIBRATION_STATE_KEY = "context_pipeline_calibration"
+"""The state key of the per-thread calibration (hook and middleware alike)."""
+
+MIN_CORRECTION = 0.5
+"""The lowest correction: the budget never grows past twice the estimate's."""
+MAX_CORRECTION = 4.0
+"""The highest correction; a reported count further off than this is ignored."""
+SAFETY_MARGIN = 1.03
+"""Applied on top of the measured ratio: requests differ a little in their mix."""
+MAX_DECREASE = 0.03
+"""The most one reply lowers the correction by, once it has been measured."""
+OVERFLOW_TIGHTENING = 1.25
+"""The correction grows by this factor after a context-length error that reports no sizes."""
+MAX_COUNTED = 16
+"""How many counted requests a record keeps (the newest): each may be the next prefix."""
+FIT_ATTEMPTS = 3
+BUDGET_STEP = 8
+"""The last call's budget is tried first unless the counted prefix allows
+``threshold / BUDGET_STEP`` more: a steady limit keeps the cuts (and the provider's
+prompt cache) where they were."""
+"""The most compressions of one call: the prefix's budget, the kept prefix's, no prefix's."""
+
+Counter = Callable[[list[BaseMessage]], int]
+"""A token counter, as :class:`~langchain_context_pipeline.tokens.counters.TokenCounter` is."""
+
+
+def model_identity(model: Any) -> tuple[str | None, str | None]:
+    """Return ``(provider, model name)`` of a chat model, as LangSmith names them."""
+    try:
+        params = model._get_ls_params()
+    except Exception:  # not a chat model, or one that cannot say
+        return None, None
+    provider = params.get("ls_provider")
+    name = params.get("ls_model_name")
+    return (provider if isinstance(provider, str) else None), (
+        name if isinstance(name, str) else None
+    )
+
+
+def _tool_schema(tool: Any) -> Any:
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    try:
+        return convert_to_openai_tool(tool)
+    except Exception:  # provider built-ins and odd dicts: count what is there
+        if isinstance(tool, Mapping):
+            return dict(tool)
+        return {"name": getattr(tool, "name", repr(tool)), "description": str(tool)}
+
+
+def tools_tokens(counter: Counter, tools: Sequence[Any]) -> int:
+    """Return what the tools' schemas (as the provider receives them) cost by ``counter``."""
+    if not tools:
+        return 0
+    schemas = [_tool_schema(t) for t in tools]
+    text = dumps(schemas, sort_keys=True)
+    return int(counter([SystemMessage(text)]))
+
+
+def request_overhead(
+    counter: Counter, system_prompt: str | BaseMessage | None, tools: Sequence[Any]
+) -> int:
+    """Return the tokens a request spends beside its messages: system prompt and tools.
+
+    The pre-model hook is given them (it cannot see them), so that what it records as
+    sent is the whole request, as the provider's reported usage is.
+    """
+    tokens = tools_tokens(counter, tools)
+    if system_prompt is not None:
+        system = (
+            system_prompt
+            if isinstance(system_prompt, BaseMessage)
+            else SystemMessage(system_prompt)
+        )
+        tokens += int(counter([system]))
+    return tokens
+
+
+def request_seed(system: str | BaseMessage | None, tools: Sequence[Any] = ()) -> str:
+    """Return the digest of what a request sends beside its messages: system prompt, tools.
+
+    A changed system prompt or tool schema changes every digest of
+    :func:`prefix_digests`, so no counted prefix is trusted across it.
+    """
+    if isinstance(system, BaseMessage):
+        system = stable_text([system.type, system.content])
+    parts = stable_text([system, [_tool_schema(t) for t in tools]])
+    return hashlib.sha256(parts.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def _reply_identity(reply: BaseMessage) -> tuple[str | None, str | None]:
+    meta = reply.response_metadata or {}
+    provider = meta.get("model_provider")
+    name = meta.get("model_name") or meta.get("model")
+    return (provider if isinstance(provider, str) else None), (
+        name if isinstance(name, str) else None
+    )
+
+
+def _same_model(agent: tuple[str | None, str | None], reply: tuple[str | None, str | None]) -> bool:
+    if agent[0] and reply[0] and agent[0].lower() != reply[0].lower():
+        return False
+    # A dated snapshot ("gpt-4o-2024-08-06") answers for its alias ("gpt-4o").
+    return not (
+        agent[1]
+        and reply[1]
+        and not (reply[1].startswith(agent[1]) or agent[1].startswith(reply[1]))
+    )
+
+
+Counted = tuple[int, str, int, int]
+"""A request the provider counted: ``(messages, digest, counted tokens, reported tokens)``."""
+
+
+def _counted(value: Any) -> Counted | None:
+    if not isinstance(value, Sequence) or isinstance(value, str) or len(value) != 4:
+        return None
+    n, digest, counted, reported = value
+    ints = (n, counted, reported)
+    if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ints):
+        return None
+    return (n, digest, counted, reported) if isinstance(digest, str) else None
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """The per-thread record of what the provider counted, and what the last call sent."""
+
+    correction: float = 1.0
+    """Provider tokens per counted token (with the safety margin); 1.0 until measured."""
+    sent: int = 0
+    """Tokens of the last request by the pipeline's counter (all of it), awaiting a reply."""
+    after: str | None = None
+    """Id of the last message of that request: its reply is the first AIMessage after it."""
+    samples: int = 0
+    """Replies that moved the correction."""
+    pending: tuple[int, str] | None = None
+    """Messages and digest (:func:`prefix_digests`) of the request awaiting a reply."""
+    counted: tuple[Counted, ...] = ()
+    """Requests the provider counted that the last request still repeats, oldest first."""
+    held: int = 0
+    """The budget (the counter's tokens) the last request was compressed within."""
+
+    @classmethod
+    def from_state(cls, value: Any) -> Calibration:
+        """Read a calibration from graph state; anything malformed reads as none."""
+        if not isinstance(value, Mapping):
+            return cls()
+        try:
+            correction = float(value.get("correction", 1.0))
+            sent = int(value.get("sent", 0))
+            samples = int(value.get("samples", 0))
+        except (TypeError, ValueError):
+            return cls()
+        after = value.get("after")
+        if not math.isfinite(correction) or not MIN_CORRECTION <= correction <= MAX_CORRECTION:
+            return cls()
+        pending = _counted([*value["pending"], 0, 0]) if _pair(value.get("pending")) else None
+        entries = value.get("counted")
+        counted = tuple(
+            c
+            for c in (_counted(e) for e in (entries if isinstance(entries, list) else ()))
+            if c is not None
+        )
+        held = value.get("held", 0)
+        return cls(
+            correction,
+            max(sent, 0),
+            after if isinstance(after, str) else None,
+            samples,
+            None if pending is None else (pending[0], pending[1]),
+            counted[-MAX_COUNTED:],
+            held if isinstance(held, int) and not isinstance(held, bool) and held > 0 else 0,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        """Return the JSON-ready form stored in graph state."""
+        out = asdict(self)
+        out["pending"] = None if self.pending is None else list(self.pending)
+        out["counted"] = [list(c) for c in self.counted]
+        return out
+
+    @property
+    def _unseen(self) -> float:
+        """The factor on what the provider never counted: the correction, never below 1."""
+        return max(1.0, self.correction)
+
+    def budget(self, threshold: int) -> int:
+        """Return ``threshold`` in the counter's tokens for a request the provider never saw.
+
+        ``threshold / correction`` when the counter was measured low; ``threshold``
+        itself otherwise (the default estimate is conservative: a request that
+        repeats nothing counted is trusted to it).
+        """
+        return max(1, math.floor(threshold / self._unseen))
+
+    def _prefix_budget(self, threshold: int, entry: Counted) -> int:
+        _, _, counted, reported = entry
+        return max(1, math.floor(counted + (threshold - reported) / self._unseen))
+
+    def first_budget(self, threshold: int) -> int:
+        """Return the budget to compress with first: the newest counted request's.
+
+        It holds only if the output repeats that request (:meth:`refit` checks). The
+        last call's budget is tried instead unless that one is ``threshold /
+        BUDGET_STEP`` more: the planner's cuts depend on its limit, and a limit that
+        moved every call would move them every call (and :meth:`refit` still lowers
+        it when the output would not fit).
+        """
+        if not self.counted:
+            return self.budget(threshold)
+        budget = self._prefix_budget(threshold, max(self.counted, key=lambda c: c[0]))
+        if self.held > 0 and budget < self.held + max(1, threshold // BUDGET_STEP):
+            return self.held
+        return budget
+
+    def fitting_budget(self, threshold: int, digests: Sequence[str]) -> int:
+        """Return the budget of an output with these prefix digests (:func:`prefix_digests`).
+
+        The budget of the longest counted request it repeats, or :meth:`budget`
+        when it repeats none.
+        """
+        kept = [c for c in self.counted if c[0] < len(digests) and digests[c[0]] == c[1]]
+        if not kept:
+            return self.budget(threshold)
+        return self._prefix_budget(threshold, max(kept, key=lambda c: c[0]))
+
+    def refit(self, threshold: int, tried: int, tokens: int, digests: Sequence[str]) -> int | None:
+        """Return a smaller budget to compress again with, or ``None`` when the output fits.
+
+        Args:
+            threshold: this call's threshold, in the provider's tokens.
+            tried: the budget the output was compressed within.
+            tokens: what the output costs (messages and overhead) by the counter.
+            digests: the output's prefix digests.
+        """
+        allowed = self.fitting_budget(threshold, digests)
+        if tokens <= allowed:
+            return None
+        return max(1, min(allowed, tried - 1))
+
+    def sending(
+        self,
+        tokens: int,
+        after: str | None = None,
+        digests: Sequence[str] | None = None,
+        budget: int = 0,
+    ) -> Calibration:
+        """Record what this call sends (counted by the pipeline's counter).
+
+        With ``digests`` (the request's :func:`prefix_digests`), the counted requests
+        it no longer repeats are forgotten and it awaits its reply's count;
+        ``budget`` is what it was compressed within.
+        """
+        if digests is None:
+            return replace(self, sent=tokens, after=after, pending=None, held=budget)
+        kept = tuple(c for c in self.counted if c[0] < len(digests) and digests[c[0]] == c[1])
+        return replace(
+            self,
+            sent=tokens,
+            after=after,
+            pending=(len(digests) - 1, digests[-1]),
+            counted=kept,
+            held=budget,
+        )
+
+    def settled(self) -> Calibration:
+        """Return the record once the reply was read: nothing awaits a count.
+
+        The budget held is kept only with a counted request to hold it against.
+        """
+        return replace(
+            self, sent=0, after=None, pending=None, held=self.held if self.counted else 0
+        )
+
+    def observe(
+        self, reply: BaseMessage | None, agent: tuple[str | None, str | None] = (None, None)
+    ) -> tuple[Calibration, str | None]:
+        """Update the correction from the reply to the request last sent.
+
+        Args:
+            reply: the model's reply (its ``usage_metadata`` and ``response_metadata``).
+            agent: the agent model's ``(provider, model name)`` (:func:`model_identity`).
+
+        Returns:
+            The new calibration, and why the reply was ignored (``None`` when used).
+        """
+        if self.sent <= 0:
+            return self, None
+        if not isinstance(reply, AIMessage) or not reply.usage_metadata:
+            return self, "no usage: the model's reply has no usage_metadata"
+        if not _same_model(agent, _reply_identity(reply)):
+            source = _reply_identity(reply)
+            return self, f"other model: usage from {source}, not the agent's {agent}"
+        reported = reply.usage_metadata.get("input_tokens")
+        if not isinstance(reported, int) or isinstance(reported, bool) or reported <= 0:
+            return self, f"bad count: reported input_tokens {reported!r} is not positive"
+        ratio = reported / self.sent
+        if not 1 / MAX_CORRECTION <= ratio <= MAX_CORRECTION:
+            return self, (f"reported input_tokens {reported} is absurd for {self.sent} tokens sent")
+        correction = ratio * SAFETY_MARGIN
+        if self.samples:  # down slowly: the next request may hold another mix
+            correction = max(correction, self.correction * (1 - MAX_DECREASE))
+        correction = min(max(correction, MIN_CORRECTION), MAX_CORRECTION)
+        counted = self.counted
+        if self.pending is not None:
+            counted = (*counted, (*self.pending, self.sent, reported))[-MAX_COUNTED:]
+        return replace(self, correction=correction, samples=self.samples + 1, counted=counted), None
+
+    def after_overflow(self, requested: int | None, window: int | None) -> Calibration:
+        """Return the correction tightened by a context-length error.
+
+        Args:
+            requested: the tokens the provider counted in the rejected request, if it said.
+            window: the provider's limit, if it said.
+        """
+        return replace(
+            self,
+            correction=min(self._unseen * _shrink(requested, window), MAX_CORRECTION),
+        )
+
+    def retry_budget(self, threshold: int, requested: int | None, window: int | None) -> int:
+        """Return the budget (the counter's tokens) of the retry after a context-length error.
+
+        Called on the calibration of the rejected request (its :attr:`sent`): the
+        retry is cut below the budget tightened by :meth:`after_overflow`, and below
+        what the rejected request itself sent by the same factor, since a request can
+        be rejected while under budget (a threshold above the model's real window).
+
+        Args:
+            threshold: this call's threshold, in the provider's tokens.
+            requested: the tokens the provider counted in the rejected request, if it said.
+            window: the provider's limit, if it said.
+        """
+        budget = self.after_overflow(requested, window).budget(threshold)
+        if self.sent > 0:
+            budget = min(budget, math.floor(self.sent / _shrink(requested, window)))
+        return max(1, budget)
+
+
+def _pair(value: Any) -> bool:
+    return isinstance(value, list | tuple) and len(value) == 2
+
+
+def _shrink(requested: int | None, window: int | None) -> float:
+    """The factor a rejected request must shrink by: its overshoot, or a fixed step.
+
+    Sizes that do not show an overshoot (a request within the window, rejected for
+    the room the reply needs) say nothing of how far to go: the fixed step applies.
+    """
+    if requested and window and requested > window:
+        return requested / window * SAFETY_MARGIN
+    return OVERFLOW_TIGHTENING
