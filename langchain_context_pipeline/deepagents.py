@@ -3,16 +3,5 @@
 The public path of :mod:`langchain_context_pipeline.integrations.deepagents`.
 """
 
-from langchain_context_pipeline.integrations.deepagents import (
-    SUMMARIZATION_SLOT,
-    DeepAgentContextMiddleware,
-    create_deep_agent,
-    with_context_pipeline,
-)
-
-__all__ = [
-    "SUMMARIZATION_SLOT",
-    "DeepAgentContextMiddleware",
-    "create_deep_agent",
-    "with_context_pipeline",
-]
+from langchain_context_pipeline.integrations.deepagents import *  # noqa: F403
+from langchain_context_pipeline.integrations.deepagents import __all__ as __all__

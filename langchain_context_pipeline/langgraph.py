@@ -3,22 +3,5 @@
 The public path of :mod:`langchain_context_pipeline.integrations.langgraph`.
 """
 
-from langchain_context_pipeline.integrations.langgraph import (
-    DEFAULT_SUMMARY_KEY,
-    ContextPipelineHook,
-    ContextPipelineState,
-    HookMode,
-    Threshold,
-    create_pre_model_hook,
-    resolve_threshold,
-)
-
-__all__ = [
-    "DEFAULT_SUMMARY_KEY",
-    "ContextPipelineHook",
-    "ContextPipelineState",
-    "HookMode",
-    "Threshold",
-    "create_pre_model_hook",
-    "resolve_threshold",
-]
+from langchain_context_pipeline.integrations.langgraph import *  # noqa: F403
+from langchain_context_pipeline.integrations.langgraph import __all__ as __all__

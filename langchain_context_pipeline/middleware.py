@@ -3,14 +3,5 @@
 The public path of :mod:`langchain_context_pipeline.integrations.middleware`.
 """
 
-from langchain_context_pipeline.integrations.middleware import (
-    SUMMARY_STATE_KEY,
-    ContextPipelineAgentState,
-    ContextPipelineMiddleware,
-)
-
-__all__ = [
-    "SUMMARY_STATE_KEY",
-    "ContextPipelineAgentState",
-    "ContextPipelineMiddleware",
-]
+from langchain_context_pipeline.integrations.middleware import *  # noqa: F403
+from langchain_context_pipeline.integrations.middleware import __all__ as __all__

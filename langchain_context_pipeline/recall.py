@@ -3,20 +3,5 @@
 The public path of :mod:`langchain_context_pipeline.integrations.recall`.
 """
 
-from langchain_context_pipeline.integrations.recall import (
-    DEFAULT_PAGE_CHARS,
-    MAX_PAGE_CHARS,
-    RECALL_DESCRIPTION,
-    aarchive_originals,
-    archive_originals,
-    create_recall_tool,
-)
-
-__all__ = [
-    "DEFAULT_PAGE_CHARS",
-    "MAX_PAGE_CHARS",
-    "RECALL_DESCRIPTION",
-    "aarchive_originals",
-    "archive_originals",
-    "create_recall_tool",
-]
+from langchain_context_pipeline.integrations.recall import *  # noqa: F403
+from langchain_context_pipeline.integrations.recall import __all__ as __all__
