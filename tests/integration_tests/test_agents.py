@@ -22,7 +22,6 @@ from typing import Any
 
 import httpx
 import pytest
-from invariants import orphans, unanswered
 from langchain.agents import create_agent
 from langchain.agents.middleware import SummarizationMiddleware
 from langchain_core.callbacks import BaseCallbackHandler
@@ -33,18 +32,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import create_react_agent
-from openai_stub import OpenAIStub, StubReply
 from pydantic import SecretStr
-from scripted_model import (
-    SUMMARY_MARKER,
-    TASK,
-    TOOLS,
-    CountingSummarizer,
-    Request,
-    ScriptedToolModel,
-    file_content,
-    filler,
-)
 
 from langchain_context_pipeline import (
     CONDENSED_TAG,
@@ -56,6 +44,18 @@ from langchain_context_pipeline.langgraph import create_pre_model_hook
 from langchain_context_pipeline.messages.units import Split
 from langchain_context_pipeline.middleware import SUMMARY_STATE_KEY, ContextPipelineMiddleware
 from langchain_context_pipeline.tokens.meter import Meter
+from tests.integration_tests.openai_stub import OpenAIStub, StubReply
+from tests.integration_tests.scripted_model import (
+    SUMMARY_MARKER,
+    TASK,
+    TOOLS,
+    CountingSummarizer,
+    Request,
+    ScriptedToolModel,
+    file_content,
+    filler,
+)
+from tests.support.invariants import orphans, unanswered
 
 pytestmark = [
     pytest.mark.integration,

@@ -23,14 +23,19 @@ from typing import Any
 
 import httpx
 import pytest
-from fakes import Call, ReplyingChatModel
-from invariants import assert_last_kept, assert_pairs_kept, assert_systems_kept, snapshot
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_openai import ChatOpenAI
-from openai_stub import OpenAIStub, StubReply
 
 from langchain_context_pipeline import CompressionResult, ContextPipeline, is_pipeline_summary
 from langchain_context_pipeline.tokens.counters import message_text
+from tests.integration_tests.openai_stub import OpenAIStub, StubReply
+from tests.support.fakes import Call, ReplyingChatModel
+from tests.support.invariants import (
+    assert_last_kept,
+    assert_pairs_kept,
+    assert_systems_kept,
+    snapshot,
+)
 
 pytestmark = pytest.mark.integration
 

@@ -20,12 +20,17 @@ from langchain_core.tracers import BaseTracer, LangChainTracer
 from langchain_core.tracers.schemas import Run
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt import create_react_agent
-from scripted_model import TASK, TOOLS, CountingSummarizer, ScriptedToolModel
 
 from langchain_context_pipeline import is_pipeline_summary
 from langchain_context_pipeline.integrations.events import EVENT_TYPE, METADATA_PREFIX
 from langchain_context_pipeline.langgraph import create_pre_model_hook
 from langchain_context_pipeline.middleware import ContextPipelineMiddleware
+from tests.integration_tests.scripted_model import (
+    TASK,
+    TOOLS,
+    CountingSummarizer,
+    ScriptedToolModel,
+)
 
 pytestmark = [
     pytest.mark.integration,

@@ -8,8 +8,6 @@ from typing import Any
 from uuid import UUID
 
 import pytest
-from fakes import EchoSummarizer, FailingModel
-from invariants import snapshot
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableLambda
@@ -19,6 +17,8 @@ from langchain_context_pipeline import CONDENSED_TAG, Condenser, is_pipeline_sum
 from langchain_context_pipeline.core.model_call import TAG_NOSTREAM as OUR_NOSTREAM
 from langchain_context_pipeline.stages.digest import build_digest, build_index
 from langchain_context_pipeline.tokens.counters import estimate_tokens
+from tests.support.fakes import EchoSummarizer, FailingModel
+from tests.support.invariants import snapshot
 
 
 def conversation(turns: int = 12, size: int = 3000) -> list[BaseMessage]:

@@ -13,7 +13,6 @@ import logging
 from typing import Any
 
 import pytest
-from fakes import EchoSummarizer
 from hypothesis import given
 from hypothesis import strategies as st
 from langchain.agents.middleware import ModelRequest, ModelResponse
@@ -29,6 +28,7 @@ from langchain_context_pipeline.integrations.events import METADATA_PREFIX
 from langchain_context_pipeline.langgraph import create_pre_model_hook
 from langchain_context_pipeline.middleware import ContextPipelineMiddleware
 from langchain_context_pipeline.tokens.threshold import normalize_threshold
+from tests.support.fakes import EchoSummarizer
 
 LOGGER = "langchain_context_pipeline"
 

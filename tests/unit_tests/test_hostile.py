@@ -17,8 +17,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
-from fakes import EchoSummarizer
-from invariants import assert_last_kept, assert_pairs_kept, assert_systems_kept
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_context_pipeline import (
@@ -31,6 +29,8 @@ from langchain_context_pipeline import (
 )
 from langchain_context_pipeline.langgraph import DEFAULT_SUMMARY_KEY, create_pre_model_hook
 from langchain_context_pipeline.tokens.counters import message_text
+from tests.support.fakes import EchoSummarizer
+from tests.support.invariants import assert_last_kept, assert_pairs_kept, assert_systems_kept
 
 THRESHOLD = 4000
 TAIL = 1000

@@ -7,8 +7,6 @@ import math
 from typing import Any, get_type_hints
 
 import pytest
-from fakes import EchoSummarizer
-from invariants import orphans, unanswered
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import (
@@ -38,6 +36,8 @@ from langchain_context_pipeline.langgraph import (
     create_pre_model_hook,
 )
 from langchain_context_pipeline.tokens.threshold import resolve_threshold
+from tests.support.fakes import EchoSummarizer
+from tests.support.invariants import orphans, unanswered
 
 THRESHOLD = 6000
 TAIL = 2000

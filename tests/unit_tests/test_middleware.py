@@ -10,17 +10,14 @@ from pathlib import Path
 from typing import Any, get_args, get_type_hints
 
 import pytest
-from fakes import EchoSummarizer, FailingModel
 from hypothesis import given
 from hypothesis import strategies as st
-from invariants import orphans, unanswered
 from langchain.agents.middleware import ExtendedModelResponse, ModelRequest, ModelResponse
 from langchain.agents.middleware.types import PrivateStateAttr
 from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.tools import tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from strategies_loop import ToolEdits, editable_tool, tool_description_edits
 
 import langchain_context_pipeline
 from langchain_context_pipeline import DIGEST, estimate_tokens, is_pipeline_summary
@@ -29,6 +26,9 @@ from langchain_context_pipeline.middleware import (
     ContextPipelineAgentState,
     ContextPipelineMiddleware,
 )
+from tests.support.fakes import EchoSummarizer, FailingModel
+from tests.support.invariants import orphans, unanswered
+from tests.support.strategies_loop import ToolEdits, editable_tool, tool_description_edits
 
 THRESHOLD = 6000
 TAIL = 2000

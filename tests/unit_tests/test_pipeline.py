@@ -4,8 +4,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from fakes import EchoSummarizer, FailingModel
-from invariants import assert_pairs_kept, snapshot
 from langchain_core.language_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
@@ -18,6 +16,8 @@ from langchain_context_pipeline import (
     estimate_tokens,
     is_pipeline_summary,
 )
+from tests.support.fakes import EchoSummarizer, FailingModel
+from tests.support.invariants import assert_pairs_kept, snapshot
 
 
 def agent_history(steps: int = 40, output: int = 6000, text: int = 300) -> list[BaseMessage]:

@@ -7,12 +7,6 @@ from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
-from invariants import (
-    assert_last_kept,
-    assert_pairs_kept,
-    assert_systems_kept,
-    snapshot,
-)
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -23,6 +17,12 @@ from langchain_core.messages import (
 
 from langchain_context_pipeline import DIGEST, BudgetError, ContextPipeline, estimate_tokens
 from langchain_context_pipeline.messages.units import Split, is_system
+from tests.support.invariants import (
+    assert_last_kept,
+    assert_pairs_kept,
+    assert_systems_kept,
+    snapshot,
+)
 
 WORDS = ["alpha", "beta", "src/app.py", "npm test", "FAILED", "ok", "{", "}", "é", "日本", "\n"]
 

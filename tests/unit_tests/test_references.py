@@ -13,7 +13,6 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from test_properties import _invoke, _summarizer, conversations
 
 from langchain_context_pipeline import DIGEST, ContextPipeline, hard_truncate, is_pipeline_summary
 from langchain_context_pipeline.messages.references import (
@@ -25,6 +24,7 @@ from langchain_context_pipeline.messages.references import (
     span_ref,
     written_text,
 )
+from tests.unit_tests.test_properties import _invoke, _summarizer, conversations
 
 
 @st.composite

@@ -21,7 +21,6 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from invariants import assert_pairs_kept, orphans, snapshot
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -46,6 +45,7 @@ from langchain_context_pipeline.messages.marks import (
     pipeline_kind,
     set_mark_key,
 )
+from tests.support.invariants import assert_pairs_kept, orphans, snapshot
 
 
 @pytest.fixture(autouse=True)
