@@ -5,6 +5,11 @@ prompt (the prompt's messages rendered as text and joined), so its size follows
 its input the way a real summary's would, and it costs no network and no time.
 It records each call: input and output tokens by the benchmark's counters, and
 the wall time spent inside it (subtracted from the strategies' overhead).
+
+It is one of the test suite's scripted models (:class:`tests.support.fakes.ReplyingChatModel`,
+the sync and async paths written once) and sizes its reply as the tests'
+``EchoSummarizer`` does (:func:`tests.support.fakes.prompt_head`); the benchmark
+imports the tests' helpers, never the other way round.
 """
 
 from __future__ import annotations
@@ -15,15 +20,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.callbacks import CallbackManagerForLLMRun
-from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import AIMessage, BaseMessage
-from langchain_core.outputs import ChatGeneration, ChatResult
 from langchain_core.runnables import RunnableConfig
 from pydantic import PrivateAttr
 
 from langchain_context_pipeline import estimate_tokens
 from langchain_context_pipeline.tokens.counters import message_text
+from tests.support.fakes import Call, ReplyingChatModel, prompt_head
 
 SHARE = 0.2
 """The reply's size as a share of the prompt's characters."""
@@ -59,19 +62,16 @@ class SummaryCall:
     output_chars: int
 
 
-class FakeSummarizer(BaseChatModel):
+class FakeSummarizer(ReplyingChatModel):
     """A chat model whose reply is the head of its own prompt (20%, at most 16,000 chars)."""
 
+    llm_type = "benchmark-fake-summarizer"
     share: float = SHARE
     cap_chars: int = CAP_CHARS
 
     _calls: list[SummaryCall] = PrivateAttr(default_factory=list)
     _elapsed_ns: int = PrivateAttr(default=0)
     _second_counter: Callable[[Sequence[BaseMessage]], int] | None = PrivateAttr(default=None)
-
-    @property
-    def _llm_type(self) -> str:
-        return "benchmark-fake-summarizer"
 
     def set_second_counter(self, counter: Callable[[Sequence[BaseMessage]], int] | None) -> None:
         """Also count each call's tokens with ``counter`` (e.g. tiktoken)."""
@@ -92,16 +92,10 @@ class FakeSummarizer(BaseChatModel):
         """Nanoseconds spent inside ``invoke``/``ainvoke`` since the last reset."""
         return self._elapsed_ns
 
-    def _generate(
-        self,
-        messages: list[BaseMessage],
-        stop: list[str] | None = None,
-        run_manager: CallbackManagerForLLMRun | None = None,
-        **kwargs: Any,
-    ) -> ChatResult:
+    def _reply(self, messages: list[BaseMessage], call: Call) -> AIMessage:
         text = prompt_text(messages)
-        size = min(int(len(text) * self.share), self.cap_chars)
-        reply = AIMessage(content=text[:size])
+        head = prompt_head(text, self.share, self.cap_chars)
+        reply = AIMessage(content=head)
         second = self._second_counter
         self._calls.append(
             SummaryCall(
@@ -110,10 +104,10 @@ class FakeSummarizer(BaseChatModel):
                 input_tokens_tiktoken=None if second is None else second(messages),
                 output_tokens_tiktoken=None if second is None else second([reply]),
                 input_chars=len(text),
-                output_chars=size,
+                output_chars=len(head),
             )
         )
-        return ChatResult(generations=[ChatGeneration(message=reply)])
+        return reply
 
     def invoke(self, input: Any, config: RunnableConfig | None = None, **kwargs: Any) -> Any:
         start = time.perf_counter_ns()

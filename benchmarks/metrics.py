@@ -2,66 +2,22 @@
 
 from __future__ import annotations
 
-import json
 import math
-import re
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
 from benchmarks.real_tokens import RealTokenStats
 from benchmarks.recoverable import Recoverable
-from langchain_context_pipeline.tokens.counters import estimate_message_tokens, message_text
+from benchmarks.texts import Fingerprint, fingerprint
+from langchain_context_pipeline.tokens.counters import estimate_message_tokens
 
 CACHED_PRICE = 0.1
 """Price of a cached input token, relative to an uncached one."""
 
 OUTPUT_PRICE = 4.0
 """Price of a summarizer output token, relative to an uncached input token."""
-
-ARG_KEYS = ("path", "file_path", "command", "cmd", "query", "pattern", "url")
-"""Tool-call arguments whose values retention looks for."""
-
-ARG_CHARS = 60
-USER_CHARS = 80
-RESULT_CHARS = 80
-
-TEST_RESULT = re.compile(
-    r"\b\d+ (?:passed|failed|errors?|tests? (?:passed|failed))\b(?![.\w])"
-    r"|^(?:OK|FAILED|PASSED|FAIL|PASS)\b"
-    r"|\bRan \d+ tests?\b"
-    r"|^Traceback \(most recent call last\)"
-    r"|^[A-Za-z_.]*(?:Error|Exception)\b"
-    r"|(?:^|\s)(?:error|fatal): \S"
-    r"|\bBUILD (?:SUCCESS|SUCCESSFUL|SUCCEEDED|FAILED|FAILURE)\b"
-    r"|\btests? (?:passed|failed)\b",
-    re.MULTILINE,
-)
-"""A test runner's or build tool's verdict (pytest, unittest, tracebacks, compilers)."""
-
-Fingerprint = tuple[str, str, str, str]
-
-
-def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
-
-
-def fingerprint(message: BaseMessage) -> Fingerprint:
-    """Return what a provider sees of a message: role, content, tool calls, call id.
-
-    Ids and metadata are not sent to the model, so they do not count.
-    """
-    content = message.content if isinstance(message.content, str) else _dumps(message.content)
-    calls = ""
-    if isinstance(message, AIMessage) and (message.tool_calls or message.invalid_tool_calls):
-        calls = _dumps(
-            [[c["name"], c["args"], c.get("id")] for c in message.tool_calls]
-            + [[c.get("name"), c.get("args"), c.get("id")] for c in message.invalid_tool_calls]
-        )
-    call_id = message.tool_call_id if isinstance(message, ToolMessage) else ""
-    return (message.type, content, calls, call_id)
 
 
 class Counter:
@@ -136,143 +92,6 @@ def check_pairs(messages: Sequence[BaseMessage]) -> tuple[int, int]:
     return orphans, unanswered + len(open_ids)
 
 
-def _strings(value: Any) -> Iterator[str]:
-    if isinstance(value, str):
-        yield value
-    elif isinstance(value, dict):
-        for item in value.values():
-            yield from _strings(item)
-    elif isinstance(value, list | tuple):
-        for item in value:
-            yield from _strings(item)
-
-
-def haystack(messages: Sequence[BaseMessage]) -> str:
-    """Return everything the model reads: texts, tool-call names and argument values."""
-    parts: list[str] = []
-    for message in messages:
-        parts.append(message_text(message))
-        if isinstance(message, AIMessage):
-            for call in message.tool_calls:
-                parts.append(call["name"])
-                parts.extend(_strings(call["args"]))
-            for bad in message.invalid_tool_calls:
-                parts.append(str(bad.get("args") or ""))
-    return "\n\x00\n".join(parts)
-
-
-def arg_items(history: Sequence[BaseMessage]) -> list[str]:
-    """Paths, commands, queries and URLs of every tool call, cut to 60 chars, deduplicated."""
-    seen: dict[str, None] = {}
-    for message in history:
-        if not isinstance(message, AIMessage):
-            continue
-        for call in message.tool_calls:
-            args = call.get("args")
-            if not isinstance(args, dict):
-                continue
-            for key in ARG_KEYS:
-                value = args.get(key)
-                if isinstance(value, str) and value.strip():
-                    seen[value.strip()[:ARG_CHARS]] = None
-    return list(seen)
-
-
-def user_items(history: Sequence[BaseMessage]) -> list[str]:
-    """The first 80 chars of each user message, deduplicated."""
-    seen: dict[str, None] = {}
-    for message in history:
-        if isinstance(message, HumanMessage):
-            text = message_text(message).strip()[:USER_CHARS]
-            if text:
-                seen[text] = None
-    return list(seen)
-
-
-def latest_result(history: Sequence[BaseMessage]) -> str | None:
-    """The verdict line of the latest test or build output (its last matching line), if any.
-
-    Outputs are tool results where the agent has native tool calls, and user
-    messages after the task (observations) where it parses actions from text.
-    """
-    native = any(isinstance(m, ToolMessage) for m in history)
-    for index in range(len(history) - 1, -1, -1):
-        message = history[index]
-        if native:
-            if not isinstance(message, ToolMessage):
-                continue
-        elif not isinstance(message, HumanMessage) or index < 2:
-            continue
-        text = message_text(message)
-        verdicts = [line.strip() for line in text.splitlines() if TEST_RESULT.search(line)]
-        if verdicts:
-            return verdicts[-1][:RESULT_CHARS]
-    return None
-
-
-def task_text(history: Sequence[BaseMessage]) -> str | None:
-    """The first 80 chars of the first user message: the task."""
-    for message in history:
-        if isinstance(message, HumanMessage):
-            text = message_text(message).strip()[:USER_CHARS]
-            return text or None
-    return None
-
-
-@dataclass
-class Retention:
-    """What of the history is still in the final model input."""
-
-    args_kept: int = 0
-    args_total: int = 0
-    users_kept: int = 0
-    users_total: int = 0
-    result_kept: int = 0
-    result_total: int = 0
-
-    def add(self, other: Retention) -> None:
-        for name in self.__dataclass_fields__:
-            setattr(self, name, getattr(self, name) + getattr(other, name))
-
-    @staticmethod
-    def share(kept: int, total: int) -> float | None:
-        return None if total == 0 else kept / total
-
-    @property
-    def args(self) -> float | None:
-        return self.share(self.args_kept, self.args_total)
-
-    @property
-    def users(self) -> float | None:
-        return self.share(self.users_kept, self.users_total)
-
-    @property
-    def result(self) -> float | None:
-        return self.share(self.result_kept, self.result_total)
-
-    @property
-    def overall(self) -> float | None:
-        """The mean of the three shares that apply."""
-        parts = [x for x in (self.args, self.users, self.result) if x is not None]
-        return sum(parts) / len(parts) if parts else None
-
-
-def retention(history: Sequence[BaseMessage], model_input: Sequence[BaseMessage]) -> Retention:
-    """Measure what of ``history`` the final ``model_input`` still holds."""
-    hay = haystack(model_input)
-    args = arg_items(history)
-    users = user_items(history)
-    result = latest_result(history)
-    return Retention(
-        args_kept=sum(1 for a in args if a in hay),
-        args_total=len(args),
-        users_kept=sum(1 for u in users if u in hay),
-        users_total=len(users),
-        result_kept=int(result is not None and result in hay),
-        result_total=int(result is not None),
-    )
-
-
 @dataclass
 class RunStats:
     """One strategy on one transcript at one window."""
@@ -300,9 +119,9 @@ class RunStats:
     task_lost: int = 0
     errors: int = 0
     warnings: int = 0
-    retention: Retention = field(default_factory=Retention)
     recoverable: Recoverable = field(default_factory=Recoverable)
-    """What of the history the final request holds or can read back (``benchmarks.recoverable``)."""
+    """What of the history the final request holds (retention) or can read back
+    (``benchmarks.recoverable``)."""
     real: RealTokenStats = field(default_factory=RealTokenStats)
     """Overflows by real tokenizers and by the strategy's own estimate (``real_tokens``)."""
     overhead_us: list[float] = field(default_factory=list)
@@ -319,7 +138,7 @@ class RunStats:
             theirs = getattr(other, name)
             if name == "max_input":
                 self.max_input = max(mine, theirs)
-            elif isinstance(mine, Retention | Recoverable | RealTokenStats):
+            elif isinstance(mine, Recoverable | RealTokenStats):
                 mine.add(theirs)
             elif isinstance(mine, list):
                 mine.extend(theirs)

@@ -15,7 +15,7 @@ A strategy's own estimate is the counter it uses for its own decisions
 input it returns.
 
 Each distinct message is tokenized once per tokenizer for the whole run: counts
-are cached by the message's fingerprint (:func:`benchmarks.metrics.fingerprint`:
+are cached by the message's fingerprint (:func:`benchmarks.texts.fingerprint`:
 role, content, tool calls, tool-call id: everything ``countable_parts`` reads),
 across strategies, transcripts and windows.
 """
@@ -25,19 +25,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from langchain_core.messages import BaseMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
+from benchmarks.texts import Fingerprint
 from langchain_context_pipeline.tokens.counters import (
     MESSAGE_OVERHEAD_TOKENS,
     countable_parts,
     estimate_message_tokens,
 )
-
-if TYPE_CHECKING:
-    from benchmarks.metrics import Fingerprint
 
 REPLY_PRIMING = 3
 """Tokens a provider adds to every request to prime the reply (as the real-token tests)."""
@@ -118,7 +116,7 @@ class RealTokenCounter:
     ) -> dict[str, int]:
         """Return the request's real tokens per tokenizer (framing and reply priming included).
 
-        ``fps`` are the messages' fingerprints (:func:`benchmarks.metrics.fingerprint`).
+        ``fps`` are the messages' fingerprints (:func:`benchmarks.texts.fingerprint`).
         """
         totals = [REPLY_PRIMING] * len(self.names)
         for message, fp in zip(messages, fps, strict=True):

@@ -1,7 +1,7 @@
-"""Recoverable retention: what of the history the final request holds or can read back.
+"""Retention: what of the history the final request holds, or can read back.
 
-Plain retention (:func:`benchmarks.metrics.retention`) asks what is still in the
-final model input. Recoverable retention also counts what a reference in it
+Plain retention (the ``_in`` counts, :meth:`Recoverable.retention_dict`) asks what
+is still in the final model input. Recoverable retention also counts what a reference in it
 leads back to: a brief, cut, summary or removal note of ours names its originals
 (``ref=ab12cd34``, ``ref=ab12cd34..ef567890``), which the agent reads back with
 the ``recall`` tool; the references are resolved with
@@ -12,9 +12,11 @@ conversation-history file and its large-result files); for every other peer
 recoverable retention is plain retention.
 
 Three kinds of items, each counted once per transcript at its final request:
-the tool-call arguments and user messages plain retention counts
-(:func:`~benchmarks.metrics.arg_items`, :func:`~benchmarks.metrics.user_items`),
-and every tool result, whole (in the request when its full text is there).
+the tool-call arguments and user messages
+(:func:`~benchmarks.texts.arg_items`, :func:`~benchmarks.texts.user_items`),
+and every tool result, whole (in the request when its full text is there). Plain
+retention also looks for the verdict of the latest test or build output
+(:func:`~benchmarks.texts.latest_result`) in the request.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from dataclasses import dataclass
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
+from benchmarks.texts import arg_items, haystack, latest_result, user_items
 from langchain_context_pipeline.messages.references import find_refs, resolve
 from langchain_context_pipeline.tokens.counters import message_text
 
@@ -33,7 +36,11 @@ Evicts = Callable[[str, str], bool]
 
 @dataclass
 class Recoverable:
-    """Per kind of item: how many are in the request, how many are recoverable, of how many."""
+    """Per kind of item: how many are in the request, how many are recoverable, of how many.
+
+    ``verdict_in`` / ``verdict_total``: whether the latest test or build verdict is
+    in the request, of whether there is one (plain retention only).
+    """
 
     args_in: int = 0
     args_kept: int = 0
@@ -44,6 +51,8 @@ class Recoverable:
     results_in: int = 0
     results_kept: int = 0
     results_total: int = 0
+    verdict_in: int = 0
+    verdict_total: int = 0
 
     def add(self, other: Recoverable) -> None:
         for name in self.__dataclass_fields__:
@@ -82,22 +91,57 @@ class Recoverable:
         total = self.args_total + self.users_total + self.results_total
         return self.share(self.args_in + self.users_in + self.results_in, total)
 
+    @property
+    def verdict(self) -> float | None:
+        """The share of transcripts whose latest verdict is in the request."""
+        return self.share(self.verdict_in, self.verdict_total)
+
+    @property
+    def retention(self) -> float | None:
+        """Plain retention: the mean of the in-request shares of arguments, users, verdict."""
+        parts = [
+            x
+            for x in (
+                self.share(self.args_in, self.args_total),
+                self.share(self.users_in, self.users_total),
+                self.verdict,
+            )
+            if x is not None
+        ]
+        return sum(parts) / len(parts) if parts else None
+
     def as_dict(self) -> dict[str, float | int | None]:
+        """The JSON form of recoverable retention (the ``recoverable`` key)."""
         out: dict[str, float | int | None] = {
-            name: getattr(self, name) for name in self.__dataclass_fields__
+            name: getattr(self, name)
+            for name in self.__dataclass_fields__
+            if not name.startswith("verdict")
         }
         for name in ("args", "users", "results", "results_in_request", "overall"):
             out[name] = getattr(self, name)
         out["overall_in_request"] = self.overall_in_request
         return out
 
+    def retention_dict(self) -> dict[str, float | int | None]:
+        """The JSON form of plain retention (the ``retention`` key): what is in the request."""
+        return {
+            "args_kept": self.args_in,
+            "args_total": self.args_total,
+            "users_kept": self.users_in,
+            "users_total": self.users_total,
+            "result_kept": self.verdict_in,
+            "result_total": self.verdict_total,
+            "args": self.share(self.args_in, self.args_total),
+            "users": self.share(self.users_in, self.users_total),
+            "result": self.verdict,
+            "overall": self.retention,
+        }
+
 
 def referenced(
     history: Sequence[BaseMessage], model_input: Sequence[BaseMessage]
 ) -> list[BaseMessage]:
     """The messages of ``history`` a reference written in ``model_input`` resolves to."""
-    from benchmarks.metrics import haystack  # metrics imports this module
-
     found: dict[int, BaseMessage] = {}
     for ref in find_refs(haystack(model_input)):
         for message in resolve(ref, history) or ():
@@ -134,8 +178,6 @@ def recoverable(
         evicts: whether the strategy moved a tool result (by tool name and text)
             to a file whose path the request carries (deepagents' large results).
     """
-    from benchmarks.metrics import arg_items, haystack, user_items  # metrics imports this module
-
     hay = haystack(model_input)
     reached = referenced(history, model_input) if references else []
     back = "\n\x00\n".join(part for part in (haystack(reached), offloaded) if part)
@@ -162,4 +204,7 @@ def recoverable(
             or (evicts is not None and evicts(names.get(message.tool_call_id, ""), text))
         ):
             out.results_kept += 1
+    verdict = latest_result(history)
+    out.verdict_in = int(verdict is not None and verdict in hay)
+    out.verdict_total = int(verdict is not None)
     return out

@@ -16,17 +16,14 @@ from benchmarks.metrics import (
     CACHED_PRICE,
     OUTPUT_PRICE,
     Counter,
-    Fingerprint,
     RunStats,
     check_pairs,
     common_prefix,
-    haystack,
-    retention,
-    task_text,
 )
 from benchmarks.real_tokens import RealTokenCounter, RealTokenStats
 from benchmarks.recoverable import recoverable
 from benchmarks.strategies import STRATEGIES, Strategy
+from benchmarks.texts import Fingerprint, haystack, task_text
 from benchmarks.window import next_step
 
 
@@ -146,7 +143,6 @@ def replay_one(
         stats.summarizer_input_tiktoken += call.input_tokens_tiktoken or 0
         stats.summarizer_output_tiktoken += call.output_tokens_tiktoken or 0
     if transcript.request_ends:
-        stats.retention = retention(history, model_input)
         stats.recoverable = recoverable(
             history,
             model_input,

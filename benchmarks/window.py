@@ -25,9 +25,9 @@ from langchain.agents.middleware.types import ExtendedModelResponse, ModelReques
 from langchain_core.messages import AIMessage, BaseMessage
 
 from benchmarks.fake import FakeSummarizer
-from benchmarks.metrics import _strings, fingerprint
 from benchmarks.real_tokens import REPLY_PRIMING, load_tokenizers
 from benchmarks.strategies import Strategy, _split_system, model_request
+from benchmarks.texts import fingerprint, strings
 from langchain_context_pipeline.middleware import ContextPipelineMiddleware
 from langchain_context_pipeline.tokens.counters import MESSAGE_OVERHEAD_TOKENS, countable_parts
 
@@ -44,11 +44,11 @@ IDENTIFIER = re.compile(
 def identifiers(message: BaseMessage) -> set[str]:
     """The identifiers of a message's text and tool-call arguments."""
     parts = (
-        [message.content] if isinstance(message.content, str) else list(_strings(message.content))
+        [message.content] if isinstance(message.content, str) else list(strings(message.content))
     )
     if isinstance(message, AIMessage):
         for call in message.tool_calls:
-            parts += list(_strings(call.get("args")))
+            parts += list(strings(call.get("args")))
     return {m for text in parts for m in IDENTIFIER.findall(text) if len(m) >= 3}
 
 

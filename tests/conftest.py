@@ -1,14 +1,11 @@
-"""Shared test set-up: hypothesis profiles and the project's test helpers on sys.path."""
+"""Shared test set-up: hypothesis profiles and where the test data lives."""
 
 from __future__ import annotations
 
 import os
-import sys
 from pathlib import Path
 
 from hypothesis import HealthCheck, settings
-
-sys.path.insert(0, str(Path(__file__).parent))
 
 settings.register_profile(
     "ci",

@@ -10,8 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 import pytest
-from openai_stub import OpenAIStub
 from pytest_socket import enable_socket, socket_allow_hosts
+
+from tests.integration_tests.openai_stub import OpenAIStub
 
 LOOPBACK = ["127.0.0.1"]
 

@@ -34,8 +34,9 @@ from multiprocessing.connection import Connection
 from pathlib import Path
 from typing import Any
 
-from fakes import Call, ReplyingChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, messages_to_dict
+
+from tests.support.fakes import Call, ReplyingChatModel
 
 TASK_ID = "task"
 CALL_ID = re.compile(r"call-\d+-\d+")
@@ -146,15 +147,15 @@ class _Worker:
         self._saver_cm.__exit__(None, None, None)
 
     def tools(self) -> list[Any]:
-        from scripted_model import TOOLS
-
         from langchain_context_pipeline.recall import create_recall_tool
+        from tests.integration_tests.scripted_model import TOOLS
 
         return [*TOOLS, create_recall_tool()] if self.store is not None else list(TOOLS)
 
     def step(self, step: int) -> dict[str, Any]:
         from langgraph.prebuilt import create_react_agent
-        from scripted_model import TASK, ScriptedToolModel
+
+        from tests.integration_tests.scripted_model import TASK, ScriptedToolModel
 
         # A fresh model per step, numbered by the step: the agent's turns are
         # split across processes, so no process can count them itself.
@@ -198,8 +199,9 @@ class _Worker:
 def serve(conn: Connection) -> None:
     """Answer the test's commands until ``("stop",)``; the target of the worker process.
 
-    The spawn context gives the child the parent's ``sys.path``, so this module
-    and ``scripted_model`` import as they do in the test.
+    The spawn context gives the child the parent's ``sys.path`` (the repository
+    root among it), so ``tests.integration_tests.pg_worker`` and the helpers it
+    imports resolve as they do in the test.
     """
     warnings.filterwarnings("ignore", "create_react_agent has been moved", DeprecationWarning)
     worker: _Worker | None = None

@@ -2,7 +2,7 @@
 
 Run by ``test_restart.py`` in a fresh interpreter, once per process of the story:
 
-    python restart_worker.py ENTRY PATH DB PHASE OUT
+    python -m tests.integration_tests.restart_worker ENTRY PATH DB PHASE OUT
 
 ``ENTRY`` is ``hook-ephemeral``, ``hook-persist`` or ``middleware``; ``PATH`` is
 ``sync`` (``SqliteSaver``) or ``async`` (``AsyncSqliteSaver``); ``PHASE`` is
@@ -28,12 +28,17 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.prebuilt import create_react_agent
-from scripted_model import TASK, TOOLS, CountingSummarizer, ScriptedToolModel
 
 from langchain_context_pipeline import CONDENSED_TAG, ContextPipeline, is_pipeline_summary
 from langchain_context_pipeline.langgraph import create_pre_model_hook
 from langchain_context_pipeline.messages.marks import MARK_KEY_ENV, METADATA_KEY
 from langchain_context_pipeline.middleware import ContextPipelineMiddleware
+from tests.integration_tests.scripted_model import (
+    TASK,
+    TOOLS,
+    CountingSummarizer,
+    ScriptedToolModel,
+)
 
 THRESHOLD = 16000
 TAIL = 8000

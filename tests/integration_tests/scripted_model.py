@@ -17,10 +17,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from fakes import Call, ReplyingChatModel
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.tools import BaseTool, tool
 from pydantic import Field, PrivateAttr
+
+from tests.support.fakes import Call, ReplyingChatModel
 
 TASK = "Fix the failing test in the payments service and explain the root cause."
 SUMMARY_MARKER = "SCRIPTED-SUMMARY"

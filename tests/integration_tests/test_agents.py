@@ -22,10 +22,8 @@ from typing import Any
 
 import httpx
 import pytest
-from invariants import orphans, unanswered
 from langchain.agents import create_agent
 from langchain.agents.middleware import SummarizationMiddleware
-from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.memory import InMemorySaver
@@ -33,18 +31,7 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import create_react_agent
-from openai_stub import OpenAIStub, StubReply
 from pydantic import SecretStr
-from scripted_model import (
-    SUMMARY_MARKER,
-    TASK,
-    TOOLS,
-    CountingSummarizer,
-    Request,
-    ScriptedToolModel,
-    file_content,
-    filler,
-)
 
 from langchain_context_pipeline import (
     CONDENSED_TAG,
@@ -56,6 +43,20 @@ from langchain_context_pipeline.langgraph import create_pre_model_hook
 from langchain_context_pipeline.messages.units import Split
 from langchain_context_pipeline.middleware import SUMMARY_STATE_KEY, ContextPipelineMiddleware
 from langchain_context_pipeline.tokens.meter import Meter
+from tests.integration_tests.openai_stub import OpenAIStub, StubReply
+from tests.integration_tests.scripted_model import (
+    SUMMARY_MARKER,
+    TASK,
+    TOOLS,
+    CountingSummarizer,
+    Request,
+    ScriptedToolModel,
+    file_content,
+    filler,
+)
+from tests.support import builders
+from tests.support.callbacks import Recorder
+from tests.support.invariants import orphans, unanswered
 
 pytestmark = [
     pytest.mark.integration,
@@ -415,18 +416,6 @@ def test_sqlite_resume_reuses_the_carried_summary(entry: str, tmp_path: Path) ->
 # -- the summarizer stays out of the user's token stream ------------------------------------
 
 
-class RunRecorder(BaseCallbackHandler):
-    """Records the name and tags of every chat model run."""
-
-    def __init__(self) -> None:
-        self.runs: list[tuple[str | None, list[str]]] = []
-
-    def on_chat_model_start(
-        self, serialized: dict[str, Any], messages: list[list[BaseMessage]], **kwargs: Any
-    ) -> None:
-        self.runs.append((kwargs.get("name"), list(kwargs.get("tags") or [])))
-
-
 @pytest.mark.parametrize("entry", ["hook", "middleware"])
 def test_summarizer_runs_named_and_out_of_the_stream(entry: str) -> None:
     model = ScriptedToolModel(steps=40)
@@ -439,7 +428,7 @@ def test_summarizer_runs_named_and_out_of_the_stream(entry: str) -> None:
             model,
             ContextPipelineMiddleware(threshold=THRESHOLD, tail_budget=TAIL, model=summarizer),
         )
-    recorder = RunRecorder()
+    recorder = Recorder()
     streamed = list(
         agent.stream(
             {"messages": [task()]}, {**CONFIG, "callbacks": [recorder]}, stream_mode="messages"
@@ -447,7 +436,7 @@ def test_summarizer_runs_named_and_out_of_the_stream(entry: str) -> None:
     )
 
     assert summarizer.calls
-    condenser_runs = [tags for name, tags in recorder.runs if name == "context_condenser"]
+    condenser_runs = [tags for name, tags in recorder.chat_runs if name == "context_condenser"]
     assert len(condenser_runs) == len(summarizer.calls)
     assert all(TAG_NOSTREAM in tags for tags in condenser_runs)
     assert any("the agent inspected" in str(c.content) for c, _ in streamed), "agent tokens"
@@ -484,15 +473,12 @@ def test_stream_check_catches_an_untagged_summarizer() -> None:
 
 
 def long_history(n: int = 14) -> list[BaseMessage]:
-    messages: list[BaseMessage] = [task()]
-    for i in range(n):
-        call = {"name": "read_file", "args": {"path": f"src/m{i}.py"}, "id": f"c{i}"}
-        text = f"Reading module {i}. " + filler(f"m{i}", 1900)  # too short to prune
-        messages.append(AIMessage(text, tool_calls=[call], id=f"a{i}"))
-        messages.append(
-            ToolMessage(file_content(f"src/m{i}.py"), tool_call_id="c" + str(i), id=f"t{i}")
-        )
-    return messages
+    return builders.conversation(
+        n,
+        head=[task()],
+        text=lambda i: f"Reading module {i}. " + filler(f"m{i}", 1900),  # too short to prune
+        output=lambda i: file_content(f"src/m{i}.py"),
+    )
 
 
 def stub_chat_model(stub: OpenAIStub, client: httpx.Client | httpx.AsyncClient) -> ChatOpenAI:

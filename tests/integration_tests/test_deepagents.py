@@ -17,8 +17,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from fakes import Call, FailingModel, ReplyingChatModel
-from invariants import orphans, unanswered
 from langchain_core.exceptions import ContextOverflowError
 from langchain_core.messages import (
     AIMessage,
@@ -30,13 +28,15 @@ from langchain_core.messages import (
 from langchain_core.tools import tool
 from langgraph.checkpoint.memory import InMemorySaver
 from pydantic import Field
-from scripted_model import CountingSummarizer
 
 from langchain_context_pipeline.deepagents import (
     DeepAgentContextMiddleware,
     create_deep_agent,
     with_context_pipeline,
 )
+from tests.integration_tests.scripted_model import CountingSummarizer
+from tests.support.fakes import Call, FailingModel, ReplyingChatModel
+from tests.support.invariants import orphans, unanswered
 
 deepagents = pytest.importorskip("deepagents")
 

@@ -23,14 +23,20 @@ from typing import Any
 
 import httpx
 import pytest
-from fakes import Call, ReplyingChatModel
-from invariants import assert_last_kept, assert_pairs_kept, assert_systems_kept, snapshot
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_openai import ChatOpenAI
-from openai_stub import OpenAIStub, StubReply
 
 from langchain_context_pipeline import CompressionResult, ContextPipeline, is_pipeline_summary
 from langchain_context_pipeline.tokens.counters import message_text
+from tests.integration_tests.openai_stub import OpenAIStub, StubReply
+from tests.support import builders
+from tests.support.fakes import Call, ReplyingChatModel
+from tests.support.invariants import (
+    assert_last_kept,
+    assert_pairs_kept,
+    assert_systems_kept,
+    snapshot,
+)
 
 pytestmark = pytest.mark.integration
 
@@ -61,18 +67,20 @@ LEAKS = (
 
 def history(turns: int = 16, seed: str = "") -> list[BaseMessage]:
     """A conversation that needs the Condenser: pruning alone leaves it over budget."""
-    messages: list[BaseMessage] = [
-        SystemMessage("You are a careful coding agent.", id="system"),
-        HumanMessage(f"Refactor the billing module{seed}.", id="task"),
-    ]
-    for i in range(turns):
-        call = {"name": "read_file", "args": {"path": f"src/billing/part_{i}.py"}, "id": f"c{i}"}
-        words = f"Reading part {i}{seed} of the billing module to see how invoices are built. "
-        messages.append(AIMessage(words * 20, tool_calls=[call], id=f"a{i}"))
-        body = f"def invoice_{i}(order):\n    return total(order, part={i})\n" * 40
-        messages.append(ToolMessage(body, tool_call_id=f"c{i}", name="read_file", id=f"t{i}"))
-    messages.append(HumanMessage(f"Now write the summary of the refactor{seed}.", id="last"))
-    return messages
+    return builders.conversation(
+        turns,
+        head=[
+            SystemMessage("You are a careful coding agent.", id="system"),
+            HumanMessage(f"Refactor the billing module{seed}.", id="task"),
+        ],
+        args=lambda i: {"path": f"src/billing/part_{i}.py"},
+        text=lambda i: (
+            f"Reading part {i}{seed} of the billing module to see how invoices are built. " * 20
+        ),
+        output=lambda i: f"def invoice_{i}(order):\n    return total(order, part={i})\n" * 40,
+        named_results=True,
+        last=HumanMessage(f"Now write the summary of the refactor{seed}.", id="last"),
+    )
 
 
 def test_the_history_needs_the_condenser_and_is_free_of_leak_words() -> None:

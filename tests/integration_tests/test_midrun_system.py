@@ -14,16 +14,21 @@ import asyncio
 from typing import Any
 
 import pytest
-from invariants import orphans, unanswered
 from langchain.agents import create_agent
 from langchain_core.messages import HumanMessage, SystemMessage
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt import create_react_agent
-from scripted_model import TASK, TOOLS, CountingSummarizer, ScriptedToolModel
 
 from langchain_context_pipeline import DIGEST, is_pipeline_summary
 from langchain_context_pipeline.langgraph import create_pre_model_hook
 from langchain_context_pipeline.middleware import ContextPipelineMiddleware
+from tests.integration_tests.scripted_model import (
+    TASK,
+    TOOLS,
+    CountingSummarizer,
+    ScriptedToolModel,
+)
+from tests.support.invariants import orphans, unanswered
 
 pytestmark = [
     pytest.mark.integration,

@@ -32,18 +32,18 @@ from langchain_core.tools import tool
 from langchain_openai import ChatOpenAI
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
-from openai_stub import (
+from pydantic import SecretStr
+
+from langchain_context_pipeline import DIGEST
+from langchain_context_pipeline.middleware import SUMMARY_STATE_KEY, ContextPipelineMiddleware
+from langchain_context_pipeline.tokens.calibration import CALIBRATION_STATE_KEY, Calibration
+from tests.integration_tests.openai_stub import (
     OpenAIStub,
     RecordedRequest,
     StubReply,
     context_length_body,
     context_length_exceeded,
 )
-from pydantic import SecretStr
-
-from langchain_context_pipeline import DIGEST
-from langchain_context_pipeline.middleware import SUMMARY_STATE_KEY, ContextPipelineMiddleware
-from langchain_context_pipeline.tokens.calibration import CALIBRATION_STATE_KEY, Calibration
 
 pytestmark = pytest.mark.integration
 

@@ -41,15 +41,12 @@ from dataclasses import asdict, replace
 from pathlib import Path
 from typing import Any
 
-import pg_worker
 import psycopg
 import pytest
-from invariants import orphans, unanswered
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage, messages_from_dict
 from langgraph.checkpoint.postgres import PostgresSaver
 from langgraph.store.postgres import PostgresStore
 from psycopg.conninfo import make_conninfo
-from scripted_model import TASK, ScriptedToolModel, file_content, filler
 
 from langchain_context_pipeline import ContextPipeline, is_pipeline_summary
 from langchain_context_pipeline.langgraph import DEFAULT_SUMMARY_KEY
@@ -60,6 +57,9 @@ from langchain_context_pipeline.messages.references import (
     message_ref,
     stands_in,
 )
+from tests.integration_tests import pg_worker
+from tests.integration_tests.scripted_model import TASK, ScriptedToolModel, file_content, filler
+from tests.support.invariants import orphans, unanswered
 
 pytestmark = [pytest.mark.integration, pytest.mark.postgres]
 

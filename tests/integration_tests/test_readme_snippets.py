@@ -17,12 +17,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from invariants import orphans, unanswered
 from langchain_core.messages import SystemMessage
-from scripted_model import TOOLS, ScriptedToolModel
 
 from langchain_context_pipeline import estimate_tokens, is_pipeline_summary
 from langchain_context_pipeline.tokens.calibration import request_overhead
+from tests.integration_tests.scripted_model import TOOLS, ScriptedToolModel
+from tests.support.invariants import orphans, unanswered
 
 pytestmark = [pytest.mark.integration]
 

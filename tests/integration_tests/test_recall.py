@@ -16,7 +16,6 @@ import re
 from typing import Any
 
 import pytest
-from fakes import Call, ReplyingChatModel
 from langchain.agents import create_agent
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, tool
@@ -24,13 +23,14 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt import create_react_agent
 from langgraph.store.memory import InMemoryStore
 from pydantic import Field, PrivateAttr
-from scripted_model import file_content
 
 from langchain_context_pipeline import ContextPipeline
 from langchain_context_pipeline.langgraph import create_pre_model_hook
 from langchain_context_pipeline.messages.references import REF_PATTERN
 from langchain_context_pipeline.middleware import ContextPipelineMiddleware
 from langchain_context_pipeline.recall import create_recall_tool
+from tests.integration_tests.scripted_model import file_content
+from tests.support.fakes import Call, ReplyingChatModel
 
 pytestmark = [
     pytest.mark.integration,

@@ -32,6 +32,7 @@ pytestmark = [
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
+WORKER = "tests.integration_tests.restart_worker"
 ENTRIES = ["hook-ephemeral", "hook-persist", "middleware"]
 UNTRUSTED = ("does not verify", "ignoring state")
 
@@ -40,10 +41,10 @@ def process(entry: str, path: str, db: Path, phase: str) -> dict[str, Any]:
     """Run one process of the story; return what it reported."""
     out = db.with_suffix(".json")
     env = {k: v for k, v in os.environ.items() if k != MARK_KEY_ENV}
-    env["PYTHONPATH"] = os.pathsep.join([str(ROOT), str(ROOT / "tests"), str(HERE)])
+    env["PYTHONPATH"] = str(ROOT)  # the worker imports tests.integration_tests.scripted_model
     env["PYTHONWARNINGS"] = "ignore::DeprecationWarning"
     done = subprocess.run(
-        [sys.executable, str(HERE / "restart_worker.py"), entry, path, str(db), phase, str(out)],
+        [sys.executable, "-m", WORKER, entry, path, str(db), phase, str(out)],
         env=env,
         capture_output=True,
         text=True,

@@ -16,16 +16,22 @@ from uuid import UUID
 import pytest
 from langchain.agents import create_agent
 from langchain_core.messages import BaseMessage, HumanMessage, SystemMessage
-from langchain_core.tracers import BaseTracer, LangChainTracer
+from langchain_core.tracers import LangChainTracer
 from langchain_core.tracers.schemas import Run
 from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt import create_react_agent
-from scripted_model import TASK, TOOLS, CountingSummarizer, ScriptedToolModel
 
 from langchain_context_pipeline import is_pipeline_summary
 from langchain_context_pipeline.integrations.events import EVENT_TYPE, METADATA_PREFIX
 from langchain_context_pipeline.langgraph import create_pre_model_hook
 from langchain_context_pipeline.middleware import ContextPipelineMiddleware
+from tests.integration_tests.scripted_model import (
+    TASK,
+    TOOLS,
+    CountingSummarizer,
+    ScriptedToolModel,
+)
+from tests.support.callbacks import RunLog
 
 pytestmark = [
     pytest.mark.integration,
@@ -150,24 +156,6 @@ def test_create_agent_middleware_streams_one_event_per_compressing_call(path: st
 
 
 # -- traces ---------------------------------------------------------------------------------
-
-
-class RunLog(BaseTracer):
-    """Keeps every finished chain run and every chat model run, as a tracer sees them."""
-
-    def __init__(self) -> None:
-        super().__init__(_schema_format="original+chat")  # record chat model runs too
-        self.chains: list[Run] = []
-        self.chat_models: list[Run] = []
-
-    def _persist_run(self, run: Run) -> None:
-        pass
-
-    def _on_chain_end(self, run: Run) -> None:
-        self.chains.append(run)
-
-    def _on_chat_model_start(self, run: Run) -> None:
-        self.chat_models.append(run)
 
 
 @pytest.mark.parametrize("path", ["sync", "async"])

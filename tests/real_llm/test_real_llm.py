@@ -38,7 +38,6 @@ from uuid import UUID
 import httpx
 import openai
 import pytest
-from invariants import assert_last_kept, assert_pairs_kept, assert_systems_kept, orphans, unanswered
 from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import (
     AIMessage,
@@ -61,6 +60,13 @@ from langchain_context_pipeline import (
 )
 from langchain_context_pipeline.langgraph import create_pre_model_hook
 from langchain_context_pipeline.tokens.counters import message_text
+from tests.support.invariants import (
+    assert_last_kept,
+    assert_pairs_kept,
+    assert_systems_kept,
+    orphans,
+    unanswered,
+)
 
 pytestmark = pytest.mark.real_llm
 

@@ -9,7 +9,7 @@ from langchain.agents.middleware import ModelRequest, ModelResponse
 from langchain_anthropic import ChatAnthropic
 from langchain_anthropic.middleware import AnthropicPromptCachingMiddleware
 from langchain_core.language_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.tools import tool
 
 from langchain_context_pipeline import DIGEST, ContextPipeline
@@ -19,6 +19,7 @@ from langchain_context_pipeline.integrations.cache_hint import (
     mark_stable_prefix,
 )
 from langchain_context_pipeline.middleware import ContextPipelineMiddleware
+from tests.support import builders
 
 THRESHOLD = 6000
 
@@ -30,12 +31,12 @@ def read_file(path: str) -> str:
 
 
 def conversation(steps: int) -> list[BaseMessage]:
-    messages: list[BaseMessage] = [HumanMessage("Find the bug.", id="task")]
-    for i in range(steps):
-        call = {"name": "read_file", "args": {"path": f"src/m{i}.py"}, "id": f"c{i}"}
-        messages.append(AIMessage(f"step {i} " + "x" * 1900, tool_calls=[call], id=f"a{i}"))
-        messages.append(ToolMessage("y" * 3000, tool_call_id=f"c{i}", id=f"t{i}"))
-    return messages
+    return builders.conversation(
+        steps,
+        head=[HumanMessage("Find the bug.", id="task")],
+        text=lambda i: f"step {i} " + "x" * 1900,
+        output=lambda i: "y" * 3000,
+    )
 
 
 def request_for(messages: list[BaseMessage], model: Any = None, **extra: Any) -> ModelRequest[Any]:

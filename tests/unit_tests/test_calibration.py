@@ -16,7 +16,6 @@ from typing import Any
 
 import pytest
 import quicktok
-from fakes import Call, ReplyingChatModel
 from hypothesis import given
 from hypothesis import strategies as st
 from langchain.agents.middleware.types import ExtendedModelResponse, ModelRequest, ModelResponse
@@ -29,7 +28,6 @@ from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
 from langgraph.prebuilt import create_react_agent
 from pydantic import Field, PrivateAttr
-from strategies_loop import UsageRun, usage_runs
 
 from langchain_context_pipeline import DIGEST
 from langchain_context_pipeline.langgraph import ContextPipelineHook, create_pre_model_hook
@@ -45,6 +43,8 @@ from langchain_context_pipeline.tokens.calibration import (
 )
 from langchain_context_pipeline.tokens.counters import MESSAGE_OVERHEAD_TOKENS, countable_parts
 from langchain_context_pipeline.tokens.overflow import overflow_of
+from tests.support.fakes import Call, ReplyingChatModel
+from tests.support.strategies_loop import UsageRun, usage_runs
 
 CL100K = quicktok.get_encoding("cl100k_base")
 WINDOW = 16_000

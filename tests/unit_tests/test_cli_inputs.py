@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes import EchoSummarizer
 
 from langchain_context_pipeline.cli import main
 from langchain_context_pipeline.cli.transcripts import (
@@ -17,6 +16,7 @@ from langchain_context_pipeline.cli.transcripts import (
     load_transcript,
     parse_transcript,
 )
+from tests.support.fakes import EchoSummarizer
 
 ROOT = Path(__file__).parents[2]
 PVLIB = ROOT / "examples" / "transcripts" / "minisweagent_pvlib-1707_deepseek.json"

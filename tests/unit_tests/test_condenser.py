@@ -5,38 +5,31 @@ import logging
 import time
 from collections.abc import Sequence
 from typing import Any
-from uuid import UUID
 
 import pytest
-from fakes import EchoSummarizer, FailingModel
-from invariants import snapshot
-from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.runnables import RunnableLambda
 from langgraph.constants import TAG_NOSTREAM
 
 from langchain_context_pipeline import CONDENSED_TAG, Condenser, is_pipeline_summary
-from langchain_context_pipeline.core.model_call import TAG_NOSTREAM as OUR_NOSTREAM
 from langchain_context_pipeline.stages.digest import build_digest, build_index
 from langchain_context_pipeline.tokens.counters import estimate_tokens
+from tests.support import builders
+from tests.support.callbacks import Recorder
+from tests.support.fakes import EchoSummarizer, FailingModel
+from tests.support.invariants import snapshot
 
 
 def conversation(turns: int = 12, size: int = 3000) -> list[BaseMessage]:
-    messages: list[BaseMessage] = [
-        SystemMessage("You are an agent.", id="s"),
-        HumanMessage("Task: fix it", id="h"),
-    ]
-    for i in range(turns):
-        call = {
-            "name": "bash",
-            "args": {"command": f"step {i}"},
-            "id": f"c{i}",
-            "type": "tool_call",
-        }
-        messages.append(AIMessage(f"thinking {i} " * 20, tool_calls=[call], id=f"a{i}"))
-        messages.append(ToolMessage(f"output {i} " * (size // 9), tool_call_id=f"c{i}", id=f"t{i}"))
-    messages.append(HumanMessage("what now?", id="last"))
-    return messages
+    return builders.conversation(
+        turns,
+        head=[SystemMessage("You are an agent.", id="s"), HumanMessage("Task: fix it", id="h")],
+        tool="bash",
+        args=lambda i: {"command": f"step {i}"},
+        text=lambda i: f"thinking {i} " * 20,
+        output=lambda i: f"output {i} " * (size // 9),
+        last=HumanMessage("what now?", id="last"),
+    )
 
 
 def condenser(model: Any, **kwargs: Any) -> Condenser:
@@ -220,35 +213,7 @@ async def test_callable_runnable_and_async_callable_models() -> None:
     assert "async summary" in str(summaries(out)[0].content)
 
 
-class Recorder(BaseCallbackHandler):
-    def __init__(self) -> None:
-        self.runs: list[tuple[str | None, list[str]]] = []
-
-    def on_chat_model_start(
-        self,
-        serialized: Any,
-        messages: Any,
-        *,
-        run_id: UUID,
-        tags: list[str] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self.runs.append((kwargs.get("name"), list(tags or [])))
-
-    def on_chain_start(
-        self,
-        serialized: Any,
-        inputs: Any,
-        *,
-        run_id: UUID,
-        tags: list[str] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self.runs.append((kwargs.get("name"), list(tags or [])))
-
-
 def test_summarizer_run_is_named_and_kept_out_of_the_stream() -> None:
-    assert OUR_NOSTREAM == TAG_NOSTREAM
     recorder = Recorder()
     condenser(EchoSummarizer()).invoke(conversation(), config={"callbacks": [recorder]})
     names = [name for name, _ in recorder.runs]

@@ -13,15 +13,12 @@ import logging
 from typing import Any
 
 import pytest
-from fakes import EchoSummarizer
 from hypothesis import given
 from hypothesis import strategies as st
 from langchain.agents.middleware import ModelRequest, ModelResponse
 from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
-from langchain_core.tracers import BaseTracer
-from langchain_core.tracers.schemas import Run
 
 from langchain_context_pipeline import DIGEST, ContextPipeline, PipelineSettings
 from langchain_context_pipeline.deepagents import DeepAgentContextMiddleware
@@ -29,6 +26,8 @@ from langchain_context_pipeline.integrations.events import METADATA_PREFIX
 from langchain_context_pipeline.langgraph import create_pre_model_hook
 from langchain_context_pipeline.middleware import ContextPipelineMiddleware
 from langchain_context_pipeline.tokens.threshold import normalize_threshold
+from tests.support.callbacks import RunLog
+from tests.support.fakes import EchoSummarizer
 
 LOGGER = "langchain_context_pipeline"
 
@@ -252,20 +251,6 @@ def test_hook_warns_of_a_threshold_above_the_agent_models_window(
 
 
 # -- traces of a chain -----------------------------------------------------------------
-
-
-class RunLog(BaseTracer):
-    """Every finished chain run, as a tracer sees it."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.chains: list[Run] = []
-
-    def _persist_run(self, run: Run) -> None:
-        pass
-
-    def _on_chain_end(self, run: Run) -> None:
-        self.chains.append(run)
 
 
 @pytest.mark.parametrize("path", ["invoke", "ainvoke", "batch", "abatch"])

@@ -17,8 +17,6 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 import pytest
-from fakes import EchoSummarizer
-from invariants import assert_last_kept, assert_pairs_kept, assert_systems_kept
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_context_pipeline import (
@@ -31,6 +29,9 @@ from langchain_context_pipeline import (
 )
 from langchain_context_pipeline.langgraph import DEFAULT_SUMMARY_KEY, create_pre_model_hook
 from langchain_context_pipeline.tokens.counters import message_text
+from tests.support import builders
+from tests.support.fakes import EchoSummarizer
+from tests.support.invariants import assert_last_kept, assert_pairs_kept, assert_systems_kept
 
 THRESHOLD = 4000
 TAIL = 1000
@@ -50,22 +51,19 @@ def call(name: str, args: dict[str, Any], cid: str) -> dict[str, Any]:
 
 def conversation(turns: int = 20) -> list[BaseMessage]:
     """Long enough that pruning alone leaves it over budget: the Condenser runs."""
-    messages: list[BaseMessage] = [
-        SystemMessage("You are a careful coding agent.", id="system"),
-        HumanMessage("Fix the flaky test in the scheduler.", id="task"),
-    ]
-    for i in range(turns):
-        text = f"Step {i}: checking how the scheduler orders jobs. " * 25
-        messages.append(
-            AIMessage(
-                text, tool_calls=[call("bash", {"command": f"pytest -k t{i}"}, f"c{i}")], id=f"a{i}"
-            )
-        )
-        messages.append(
-            ToolMessage(f"test t{i} passed\n" * 100, tool_call_id=f"c{i}", name="bash", id=f"t{i}")
-        )
-    messages.append(HumanMessage("What is the root cause?", id="last"))
-    return messages
+    return builders.conversation(
+        turns,
+        head=[
+            SystemMessage("You are a careful coding agent.", id="system"),
+            HumanMessage("Fix the flaky test in the scheduler.", id="task"),
+        ],
+        tool="bash",
+        args=lambda i: {"command": f"pytest -k t{i}"},
+        text=lambda i: f"Step {i}: checking how the scheduler orders jobs. " * 25,
+        output=lambda i: f"test t{i} passed\n" * 100,
+        named_results=True,
+        last=HumanMessage("What is the root cause?", id="last"),
+    )
 
 
 def deep(depth: int, leaf: Any, *, kind: str = "dict") -> Any:

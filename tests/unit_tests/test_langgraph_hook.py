@@ -7,17 +7,11 @@ import math
 from typing import Any, get_type_hints
 
 import pytest
-from fakes import EchoSummarizer
-from invariants import orphans, unanswered
-from langchain_core.callbacks import BaseCallbackHandler
 from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import (
-    AIMessage,
     BaseMessage,
-    HumanMessage,
     RemoveMessage,
     SystemMessage,
-    ToolMessage,
 )
 from langgraph.constants import TAG_NOSTREAM
 from langgraph.graph import START, MessagesState, StateGraph
@@ -38,24 +32,13 @@ from langchain_context_pipeline.langgraph import (
     create_pre_model_hook,
 )
 from langchain_context_pipeline.tokens.threshold import resolve_threshold
+from tests.support.builders import unprunable_conversation as conversation
+from tests.support.callbacks import Recorder
+from tests.support.fakes import EchoSummarizer
+from tests.support.invariants import orphans, unanswered
 
 THRESHOLD = 6000
 TAIL = 2000
-
-
-# Filler that the estimate charges about as ceil(chars / 4) did.
-_PROSE = "The quick brown fox (No. 7) jumps over the lazy dog; " * 60
-_TOOL_TEXT = "lorem ipsum dolor sit amet " * 150
-
-
-def conversation(steps: int, start: int = 0) -> list[BaseMessage]:
-    """A task, then ``steps`` tool steps whose texts pruning cannot shrink."""
-    messages: list[BaseMessage] = [HumanMessage("Find the bug.", id="task")] if start == 0 else []
-    for i in range(start, start + steps):
-        call = {"name": "read_file", "args": {"path": f"src/m{i}.py"}, "id": f"c{i}"}
-        messages.append(AIMessage(f"step {i} " + _PROSE[:1900], tool_calls=[call], id=f"a{i}"))
-        messages.append(ToolMessage(_TOOL_TEXT[:3000], tool_call_id=f"c{i}", id=f"t{i}"))
-    return messages
 
 
 def fake_model(profile: dict[str, Any] | None = None) -> GenericFakeChatModel:
@@ -314,18 +297,6 @@ def test_context_pipeline_state_types_the_summary_key() -> None:
 
 
 # -- tracing: the summarizer's run ------------------------------------------------------------
-
-
-class Recorder(BaseCallbackHandler):
-    def __init__(self) -> None:
-        self.chat_runs: list[tuple[str | None, list[str]]] = []
-        self.chain_runs: list[str | None] = []
-
-    def on_chat_model_start(self, serialized: Any, messages: Any, **kwargs: Any) -> None:
-        self.chat_runs.append((kwargs.get("name"), list(kwargs.get("tags") or [])))
-
-    def on_chain_start(self, serialized: Any, inputs: Any, **kwargs: Any) -> None:
-        self.chain_runs.append(kwargs.get("name"))
 
 
 def test_core_tag_is_langgraphs_nostream_tag() -> None:

@@ -7,9 +7,7 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from invariants import assert_pairs_kept
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from strategies_shapes import conversations
 
 from langchain_context_pipeline import BudgetError, ContextPipeline, estimate_tokens, hard_truncate
 from langchain_context_pipeline.messages.blocks import call_ids as call_ids_of
@@ -19,6 +17,8 @@ from langchain_context_pipeline.messages.units import group_units, is_system
 from langchain_context_pipeline.stages import digest as digest_module
 from langchain_context_pipeline.stages.note import NotePricer, note_room, removal_note
 from langchain_context_pipeline.tokens.meter import Meter
+from tests.support.invariants import assert_pairs_kept
+from tests.support.strategies_shapes import conversations
 
 
 def read_then_ask() -> list[BaseMessage]:

@@ -10,17 +10,14 @@ from pathlib import Path
 from typing import Any, get_args, get_type_hints
 
 import pytest
-from fakes import EchoSummarizer, FailingModel
 from hypothesis import given
 from hypothesis import strategies as st
-from invariants import orphans, unanswered
 from langchain.agents.middleware import ExtendedModelResponse, ModelRequest, ModelResponse
 from langchain.agents.middleware.types import PrivateStateAttr
 from langchain_core.language_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_core.tools import tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
-from strategies_loop import ToolEdits, editable_tool, tool_description_edits
 
 import langchain_context_pipeline
 from langchain_context_pipeline import DIGEST, estimate_tokens, is_pipeline_summary
@@ -29,6 +26,11 @@ from langchain_context_pipeline.middleware import (
     ContextPipelineAgentState,
     ContextPipelineMiddleware,
 )
+from tests.support.builders import PROSE
+from tests.support.builders import unprunable_conversation as conversation
+from tests.support.fakes import EchoSummarizer, FailingModel
+from tests.support.invariants import orphans, unanswered
+from tests.support.strategies_loop import ToolEdits, editable_tool, tool_description_edits
 
 THRESHOLD = 6000
 TAIL = 2000
@@ -38,21 +40,6 @@ TAIL = 2000
 def read_file(path: str) -> str:
     """Read a file of the repository and return its whole content, line by line."""
     return path
-
-
-# Filler that the estimate charges about as ceil(chars / 4) did.
-_PROSE = "The quick brown fox (No. 7) jumps over the lazy dog; " * 60
-_TOOL_TEXT = "lorem ipsum dolor sit amet " * 150
-
-
-def conversation(steps: int, start: int = 0) -> list[BaseMessage]:
-    """A task, then ``steps`` tool steps whose texts pruning cannot shrink."""
-    messages: list[BaseMessage] = [HumanMessage("Find the bug.", id="task")] if start == 0 else []
-    for i in range(start, start + steps):
-        call = {"name": "read_file", "args": {"path": f"src/m{i}.py"}, "id": f"c{i}"}
-        messages.append(AIMessage(f"step {i} " + _PROSE[:1900], tool_calls=[call], id=f"a{i}"))
-        messages.append(ToolMessage(_TOOL_TEXT[:3000], tool_call_id=f"c{i}", id=f"t{i}"))
-    return messages
 
 
 def request_for(
@@ -333,12 +320,12 @@ def test_a_tool_description_grown_in_place_is_counted_again() -> None:
     assert handler.requests[0].messages == fresh.requests[0].messages
 
 
-@given(tool_description_edits(), st.integers(1, 5), st.integers(0, len(_PROSE)))
+@given(tool_description_edits(), st.integers(1, 5), st.integers(0, len(PROSE)))
 def test_the_request_stays_within_the_threshold_as_tool_schemas_change(
     edits: ToolEdits, units: int, extra: int
 ) -> None:
     """By the middleware's own estimate, after every edit, as a fresh middleware would send."""
-    history = [*conversation(units), HumanMessage(_PROSE[:extra] or "go on", id="next")]
+    history = [*conversation(units), HumanMessage(PROSE[:extra] or "go on", id="next")]
     mw = middleware(DIGEST)
     for step, changes in enumerate(edits.steps):
         for change in changes:

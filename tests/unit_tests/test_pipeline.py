@@ -4,8 +4,6 @@ from collections.abc import Sequence
 from typing import Any
 
 import pytest
-from fakes import EchoSummarizer, FailingModel
-from invariants import assert_pairs_kept, snapshot
 from langchain_core.language_models import FakeMessagesListChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
@@ -18,23 +16,23 @@ from langchain_context_pipeline import (
     estimate_tokens,
     is_pipeline_summary,
 )
+from tests.support import builders
+from tests.support.fakes import EchoSummarizer, FailingModel
+from tests.support.invariants import assert_pairs_kept, snapshot
 
 
 def agent_history(steps: int = 40, output: int = 6000, text: int = 300) -> list[BaseMessage]:
-    messages: list[BaseMessage] = [
-        SystemMessage("You are a coding agent.", id="sys"),
-        HumanMessage("Fix issue #42", id="task"),
-    ]
-    for i in range(steps):
-        call = {
-            "name": "bash",
-            "args": {"command": f"pytest -k case{i}"},
-            "id": f"c{i}",
-            "type": "tool_call",
-        }
-        messages.append(AIMessage(f"step {i}: " + "r" * text, tool_calls=[call], id=f"a{i}"))
-        messages.append(ToolMessage(f"case{i} " + "o" * output, tool_call_id=f"c{i}", id=f"t{i}"))
-    return messages
+    return builders.conversation(
+        steps,
+        head=[
+            SystemMessage("You are a coding agent.", id="sys"),
+            HumanMessage("Fix issue #42", id="task"),
+        ],
+        tool="bash",
+        args=lambda i: {"command": f"pytest -k case{i}"},
+        text=lambda i: f"step {i}: " + "r" * text,
+        output=lambda i: f"case{i} " + "o" * output,
+    )
 
 
 def test_unchanged_under_budget_returns_the_input_list_itself() -> None:

@@ -2,132 +2,21 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
 from typing import Any
 
 from hypothesis import given
 from hypothesis import strategies as st
-from invariants import (
+from langchain_core.messages import BaseMessage
+
+from langchain_context_pipeline import DIGEST, ContextPipeline, estimate_tokens
+from langchain_context_pipeline.messages.units import Split
+from tests.support.generated import conversations, invoke_or_none, summarizer
+from tests.support.invariants import (
     assert_last_kept,
     assert_pairs_kept,
     assert_systems_kept,
     snapshot,
 )
-from langchain_core.messages import (
-    AIMessage,
-    BaseMessage,
-    HumanMessage,
-    SystemMessage,
-    ToolMessage,
-)
-
-from langchain_context_pipeline import DIGEST, BudgetError, ContextPipeline, estimate_tokens
-from langchain_context_pipeline.messages.units import Split, is_system
-
-WORDS = ["alpha", "beta", "src/app.py", "npm test", "FAILED", "ok", "{", "}", "é", "日本", "\n"]
-
-sizes = st.one_of(
-    st.integers(0, 60),
-    st.integers(60, 3_000),
-    st.integers(3_000, 40_000),
-    st.integers(40_000, 200_000),
-)
-
-
-@st.composite
-def texts(draw: st.DrawFn, size: st.SearchStrategy[int] = sizes) -> str:
-    n = draw(size)
-    seed = " ".join(draw(st.lists(st.sampled_from(WORDS), min_size=1, max_size=6)))
-    return (seed * (n // max(len(seed), 1) + 1))[:n]
-
-
-@st.composite
-def contents(draw: st.DrawFn, size: st.SearchStrategy[int] = sizes) -> Any:
-    text = draw(texts(size))
-    shape = draw(st.sampled_from(["str", "str", "blocks", "image"]))
-    if shape == "str":
-        return text
-    blocks: list[Any] = [{"type": "text", "text": text}]
-    if shape == "image":
-        blocks.append({"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}})
-    return blocks
-
-
-@st.composite
-def call_args(draw: st.DrawFn) -> dict[str, Any]:
-    keys = draw(
-        st.lists(
-            st.sampled_from(["path", "command", "query", "content", "old_str", "n"]),
-            max_size=4,
-            unique=True,
-        )
-    )
-    args: dict[str, Any] = {}
-    for key in keys:
-        if key == "n":
-            args[key] = draw(st.integers(0, 9))
-        elif draw(st.booleans()):
-            args[key] = draw(texts(st.integers(0, 5_000)))
-        else:
-            args[key] = {"nested": [draw(texts(st.integers(0, 2_000)))]}
-    return args
-
-
-@st.composite
-def conversations(draw: st.DrawFn) -> list[BaseMessage]:
-    counter = iter(range(10_000))
-    with_ids = draw(st.booleans())
-
-    def mid() -> str | None:
-        return f"m{next(counter)}" if with_ids else None
-
-    out: list[BaseMessage] = []
-    if draw(st.booleans()):
-        out.append(SystemMessage(draw(texts(st.integers(1, 3_000))), id=mid()))
-    out.append(HumanMessage(draw(texts(st.integers(1, 5_000))), id=mid()))
-    turns = draw(st.integers(0, 24))
-    for _ in range(turns):
-        kind = draw(st.sampled_from(["human", "ai", "tools", "tools", "tools", "system", "orphan"]))
-        if kind == "human":
-            out.append(HumanMessage(draw(contents()), id=mid()))
-        elif kind == "ai":
-            out.append(AIMessage(draw(contents()), id=mid()))
-        elif kind == "system":
-            out.append(SystemMessage(draw(texts(st.integers(1, 2_000))), id=mid()))
-        elif kind == "orphan" and draw(st.integers(0, 3)) == 0:
-            out.append(ToolMessage(draw(texts()), tool_call_id=f"lost{next(counter)}", id=mid()))
-        else:
-            n_calls = draw(st.integers(1, 3))
-            calls = [
-                {
-                    "name": draw(
-                        st.sampled_from(["read_file", "bash", "search", "browser_go", "x"])
-                    ),
-                    "args": draw(call_args()),
-                    "id": f"call{next(counter)}",
-                    "type": "tool_call",
-                }
-                for _ in range(n_calls)
-            ]
-            text = draw(contents(st.integers(0, 4_000)))
-            out.append(AIMessage(text, tool_calls=calls, id=mid()))
-            answered = calls if draw(st.integers(0, 9)) else calls[:-1]
-            for call in answered:
-                out.append(
-                    ToolMessage(
-                        draw(contents()), tool_call_id=call["id"], name=call["name"], id=mid()
-                    )
-                )
-    return out
-
-
-def _summarizer(size: int, fail: bool) -> Callable[[Sequence[BaseMessage]], str]:
-    def summarise(prompt: Sequence[BaseMessage]) -> str:
-        if fail:
-            raise RuntimeError("boom: provider error text that must not leak")
-        return ("summary of the middle. " * (size // 23 + 1))[:size]
-
-    return summarise
 
 
 @st.composite
@@ -141,9 +30,9 @@ def pipelines(draw: st.DrawFn) -> ContextPipeline:
     model: Any = {
         "none": None,
         "digest": DIGEST,
-        "model": _summarizer(draw(st.integers(1, 20_000)), fail=False),
-        "failing": _summarizer(10, fail=True),
-        "huge": _summarizer(900_000, fail=False),
+        "model": summarizer(draw(st.integers(1, 20_000)), fail=False),
+        "failing": summarizer(10, fail=True),
+        "huge": summarizer(900_000, fail=False),
     }[model_kind]
     return ContextPipeline(
         threshold=threshold,
@@ -160,19 +49,9 @@ def pipelines(draw: st.DrawFn) -> ContextPipeline:
     )
 
 
-def _invoke(pipeline: ContextPipeline, messages: list[BaseMessage]) -> list[BaseMessage] | None:
-    """Run the pipeline; None when it rightly refuses (the system messages alone are over)."""
-    try:
-        return pipeline.invoke(messages)
-    except BudgetError as error:
-        systems = [m for m in messages if is_system(m)]
-        assert estimate_tokens(systems) > pipeline.threshold, str(error)
-        return None
-
-
 @given(conversations(), pipelines())
 def test_budget_holds(messages: list[BaseMessage], pipeline: ContextPipeline) -> None:
-    out = _invoke(pipeline, messages)
+    out = invoke_or_none(pipeline, messages)
     if out is None:
         return
     if estimate_tokens(messages) <= pipeline.threshold:
@@ -184,14 +63,14 @@ def test_budget_holds(messages: list[BaseMessage], pipeline: ContextPipeline) ->
 
 @given(conversations(), pipelines())
 def test_tool_pairs_never_split(messages: list[BaseMessage], pipeline: ContextPipeline) -> None:
-    out = _invoke(pipeline, messages)
+    out = invoke_or_none(pipeline, messages)
     if out is not None:
         assert_pairs_kept(messages, out)
 
 
 @given(conversations(), pipelines())
 def test_system_messages_kept(messages: list[BaseMessage], pipeline: ContextPipeline) -> None:
-    out = _invoke(pipeline, messages)
+    out = invoke_or_none(pipeline, messages)
     if out is not None:
         assert_systems_kept(messages, out)
 
@@ -199,7 +78,7 @@ def test_system_messages_kept(messages: list[BaseMessage], pipeline: ContextPipe
 @given(conversations(), pipelines())
 def test_input_never_mutated(messages: list[BaseMessage], pipeline: ContextPipeline) -> None:
     before = snapshot(messages)
-    _invoke(pipeline, messages)
+    invoke_or_none(pipeline, messages)
     assert snapshot(messages) == before
 
 
@@ -213,8 +92,8 @@ def test_deterministic(messages: list[BaseMessage], pipeline: ContextPipeline) -
     covers that it reuses only the very same span).
     """
     pipeline.summary_memory = None
-    first = _invoke(pipeline, messages)
-    second = _invoke(pipeline, [m.model_copy() for m in messages])
+    first = invoke_or_none(pipeline, messages)
+    second = invoke_or_none(pipeline, [m.model_copy() for m in messages])
     assert (first is None) == (second is None)
     if first is not None and second is not None:
         assert snapshot(first) == snapshot(second)
@@ -222,7 +101,7 @@ def test_deterministic(messages: list[BaseMessage], pipeline: ContextPipeline) -
 
 @given(conversations(), pipelines())
 def test_idempotent(messages: list[BaseMessage], pipeline: ContextPipeline) -> None:
-    once = _invoke(pipeline, messages)
+    once = invoke_or_none(pipeline, messages)
     if once is not None:
         assert pipeline.invoke(once) is once
 

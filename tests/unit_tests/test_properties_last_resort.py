@@ -12,19 +12,19 @@ from collections.abc import Iterator
 
 from hypothesis import given
 from hypothesis import strategies as st
-from invariants import smallest_request_tokens
 from langchain_core.messages import BaseMessage
-from strategies_shapes import (
+
+from langchain_context_pipeline import BudgetError, CarriedSummary, ContextPipeline, estimate_tokens
+from langchain_context_pipeline.messages.marks import pipeline_kind
+from langchain_context_pipeline.messages.units import group_units
+from tests.support.invariants import smallest_request_tokens
+from tests.support.strategies_shapes import (
     broken_pairs,
     head_tool_conversations,
     reasoning_of,
     small_pipelines,
     tight_cases,
 )
-
-from langchain_context_pipeline import BudgetError, CarriedSummary, ContextPipeline, estimate_tokens
-from langchain_context_pipeline.messages.marks import pipeline_kind
-from langchain_context_pipeline.messages.units import group_units
 
 modes = st.sampled_from(["single", "loop"])
 

@@ -28,16 +28,16 @@ from copy import deepcopy
 from dataclasses import replace
 
 from hypothesis import given, settings
-from invariants import assert_pairs_kept, smallest_request_tokens, snapshot
 from langchain_core.messages import BaseMessage, ChatMessage, SystemMessage
-from strategies_loop import Run, last_resort_runs, runs
-from strategies_shapes import broken_pairs, reasoning_of
 
 from langchain_context_pipeline import CarriedSummary, estimate_tokens, is_pipeline_summary
 from langchain_context_pipeline.core.report import CompressionResult
 from langchain_context_pipeline.messages.marks import pipeline_kind
 from langchain_context_pipeline.messages.units import group_units, is_system
 from langchain_context_pipeline.tokens.counters import message_text
+from tests.support.invariants import assert_pairs_kept, smallest_request_tokens, snapshot
+from tests.support.strategies_loop import Run, last_resort_runs, runs
+from tests.support.strategies_shapes import broken_pairs, reasoning_of
 
 LOOP_EXAMPLES = int(
     os.environ.get("LOOP_EXAMPLES", 2_000 if os.environ.get("HYPOTHESIS_PROFILE") == "ci" else 40)

@@ -13,16 +13,7 @@ from collections.abc import Callable, Iterator
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from invariants import smallest_request_tokens
 from langchain_core.messages import BaseMessage
-from strategies_shapes import (
-    broken_pairs,
-    calls_of,
-    conversations,
-    is_system,
-    pipelines,
-    reasoning_of,
-)
 
 from langchain_context_pipeline import (
     BudgetError,
@@ -37,6 +28,15 @@ from langchain_context_pipeline.tokens.counters import (
     MESSAGE_OVERHEAD_TOKENS,
     countable_parts,
     estimate_message_tokens,
+)
+from tests.support.invariants import smallest_request_tokens
+from tests.support.strategies_shapes import (
+    broken_pairs,
+    calls_of,
+    conversations,
+    is_system,
+    pipelines,
+    reasoning_of,
 )
 
 Check = Callable[[list[BaseMessage], list[BaseMessage], ContextPipeline], None]

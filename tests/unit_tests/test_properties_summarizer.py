@@ -15,16 +15,16 @@ from xml.sax.saxutils import escape
 from hypothesis import given
 from hypothesis import strategies as st
 from langchain_core.messages import BaseMessage
-from strategies_shapes import (
+
+from langchain_context_pipeline import BudgetError, Condenser, ContextPipeline, estimate_tokens
+from langchain_context_pipeline.tokens.counters import message_text
+from tests.support.strategies_shapes import (
     Note,
     pipelines,
     summarizer_conversations,
     tool_calls_named,
     tool_results_texted,
 )
-
-from langchain_context_pipeline import BudgetError, Condenser, ContextPipeline, estimate_tokens
-from langchain_context_pipeline.tokens.counters import message_text
 
 PREFIX = 40
 """How much of each result's text the transcript must show (its start is always kept)."""

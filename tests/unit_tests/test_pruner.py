@@ -6,15 +6,15 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from invariants import snapshot
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
-from strategies_shapes import broken_pairs, is_system
-from strategies_shapes import conversations as shape_conversations
 
 from langchain_context_pipeline import Pruner
 from langchain_context_pipeline.messages.references import format_ref, message_ref
 from langchain_context_pipeline.messages.units import Split, group_units
 from langchain_context_pipeline.tokens.meter import Meter
+from tests.support.invariants import snapshot
+from tests.support.strategies_shapes import broken_pairs, is_system
+from tests.support.strategies_shapes import conversations as shape_conversations
 
 
 def read_call(cid: str = "c1", path: str = "src/app.py") -> dict[str, Any]:

@@ -6,11 +6,16 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes import EchoSummarizer
-from invariants import assert_last_kept, assert_pairs_kept, assert_systems_kept, snapshot
 
 from langchain_context_pipeline import DIGEST, ContextPipeline, estimate_tokens
 from langchain_context_pipeline.cli.transcripts import load_transcript
+from tests.support.fakes import EchoSummarizer
+from tests.support.invariants import (
+    assert_last_kept,
+    assert_pairs_kept,
+    assert_systems_kept,
+    snapshot,
+)
 
 TRANSCRIPTS = sorted((Path(__file__).parents[1] / "data" / "transcripts").glob("*.json"))
 

@@ -13,7 +13,6 @@ from typing import Any
 from hypothesis import given
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
-from test_properties import _invoke, _summarizer, conversations
 
 from langchain_context_pipeline import DIGEST, ContextPipeline, hard_truncate, is_pipeline_summary
 from langchain_context_pipeline.messages.references import (
@@ -25,6 +24,7 @@ from langchain_context_pipeline.messages.references import (
     span_ref,
     written_text,
 )
+from tests.support.generated import conversations, invoke_or_none, summarizer
 
 
 @st.composite
@@ -34,8 +34,8 @@ def pipelines(draw: st.DrawFn) -> ContextPipeline:
     model: Any = {
         "none": None,
         "digest": DIGEST,
-        "model": _summarizer(draw(st.integers(1, 20_000)), fail=False),
-        "failing": _summarizer(10, fail=True),
+        "model": summarizer(draw(st.integers(1, 20_000)), fail=False),
+        "failing": summarizer(10, fail=True),
     }[model_kind]
     return ContextPipeline(
         threshold=threshold,
@@ -63,7 +63,7 @@ def named_in(output: list[BaseMessage]) -> list[str]:
 def test_every_replaced_message_is_named_and_resolves(
     messages: list[BaseMessage], pipeline: ContextPipeline
 ) -> None:
-    out = _invoke(pipeline, messages)  # None: the system messages alone are over budget
+    out = invoke_or_none(pipeline, messages)  # None: the system messages alone are over budget
     if out is None:
         return
     kept = {id(m) for m in out}
@@ -81,7 +81,7 @@ def test_every_replaced_message_is_named_and_resolves(
 def test_references_keep_the_output_a_fixed_point(
     messages: list[BaseMessage], pipeline: ContextPipeline
 ) -> None:
-    once = _invoke(pipeline, messages)  # None: the system messages alone are over budget
+    once = invoke_or_none(pipeline, messages)  # None: the system messages alone are over budget
     if once is None:
         return
     assert pipeline.invoke(once) is once

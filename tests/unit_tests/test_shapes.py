@@ -6,7 +6,6 @@ import json
 from typing import Any
 
 import pytest
-from fakes import EchoSummarizer
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -28,6 +27,7 @@ from langchain_context_pipeline import (
 from langchain_context_pipeline.messages.units import Split, group_units
 from langchain_context_pipeline.stages.digest import build_digest
 from langchain_context_pipeline.tokens.counters import tool_call_ids
+from tests.support.fakes import EchoSummarizer
 
 SYSTEM = "You are a careful coding agent. " * 40
 TASK = "Collect the ids of every open ticket and close the stale ones. " * 20

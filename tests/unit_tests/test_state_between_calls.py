@@ -21,8 +21,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 import pytest
-from fakes import Call, ReplyingChatModel
-from invariants import snapshot
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -36,6 +34,8 @@ from langchain_core.runnables import RunnableLambda
 from langchain_context_pipeline import DIGEST, ContextPipeline, estimate_tokens
 from langchain_context_pipeline.core.report import CompressionResult
 from langchain_context_pipeline.tokens.counters import message_text
+from tests.support.fakes import Call, ReplyingChatModel
+from tests.support.invariants import snapshot
 
 LONG = "The agent read the module and compared the results. " * 45
 POLICY = "POLICY: never push to main."

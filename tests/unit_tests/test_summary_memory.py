@@ -14,7 +14,7 @@ from langchain_context_pipeline import ContextPipeline
 from langchain_context_pipeline.langgraph import create_pre_model_hook
 from langchain_context_pipeline.messages.marks import is_pipeline_summary
 from langchain_context_pipeline.stages.summary_memory import NAMESPACE, SummaryMemory
-from tests.fakes import EchoSummarizer
+from tests.support.fakes import EchoSummarizer
 
 THRESHOLD = 12_000
 TAIL = 3_000

@@ -1,12 +1,12 @@
 from __future__ import annotations
 
 import pytest
-from invariants import assert_pairs_kept, snapshot
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_context_pipeline import DIGEST, ContextPipeline, estimate_tokens, hard_truncate
 from langchain_context_pipeline.messages.references import message_ref, span_ref
 from langchain_context_pipeline.messages.trim import cut_json
+from tests.support.invariants import assert_pairs_kept, snapshot
 
 
 def long_history(n: int = 30, size: int = 2000) -> list[BaseMessage]:

@@ -21,7 +21,6 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from invariants import assert_pairs_kept, orphans, snapshot
 from langchain_core.messages import (
     AIMessage,
     BaseMessage,
@@ -46,6 +45,8 @@ from langchain_context_pipeline.messages.marks import (
     pipeline_kind,
     set_mark_key,
 )
+from tests.support import builders
+from tests.support.invariants import assert_pairs_kept, orphans, snapshot
 
 
 @pytest.fixture(autouse=True)
@@ -57,15 +58,17 @@ def _process_key(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
 
 
 def history(steps: int = 30, tag: str = "") -> list[BaseMessage]:
-    messages: list[BaseMessage] = [
-        SystemMessage("You are a coding agent.", id="sys"),
-        HumanMessage(f"Fix issue #42 {tag}", id=f"task{tag}"),
-    ]
-    for i in range(steps):
-        call = {"name": "bash", "args": {"command": f"pytest -k c{i}"}, "id": f"c{i}"}
-        messages.append(AIMessage(f"step {i} " + "r" * 1500, tool_calls=[call], id=f"a{i}"))
-        messages.append(ToolMessage(f"c{i} " + "o" * 3000, tool_call_id=f"c{i}", id=f"t{i}"))
-    return messages
+    return builders.conversation(
+        steps,
+        head=[
+            SystemMessage("You are a coding agent.", id="sys"),
+            HumanMessage(f"Fix issue #42 {tag}", id=f"task{tag}"),
+        ],
+        tool="bash",
+        args=lambda i: {"command": f"pytest -k c{i}"},
+        text=lambda i: f"step {i} " + "r" * 1500,
+        output=lambda i: f"c{i} " + "o" * 3000,
+    )
 
 
 def real_summary() -> tuple[list[BaseMessage], HumanMessage]:

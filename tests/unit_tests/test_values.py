@@ -24,7 +24,6 @@ from langgraph.graph import START, MessagesState, StateGraph
 from langgraph.prebuilt import ToolNode
 from langgraph.store.memory import InMemoryStore
 from pydantic import BaseModel
-from strategies_shapes import python_values
 
 from langchain_context_pipeline import ContextPipeline, Pruner, estimate_tokens
 from langchain_context_pipeline.integrations import archive as archive
@@ -33,6 +32,7 @@ from langchain_context_pipeline.messages.references import message_ref
 from langchain_context_pipeline.messages.snapshot import snapshot
 from langchain_context_pipeline.messages.values import dumps, jsonable
 from langchain_context_pipeline.recall import archive_originals, create_recall_tool
+from tests.support.strategies_shapes import python_values
 
 
 @dataclass

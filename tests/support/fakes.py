@@ -32,6 +32,15 @@ class Call:
     """The run's tags (the pipeline's summarizer calls carry ``nostream``)."""
 
 
+def prompt_head(text: str, share: float, cap_chars: int) -> str:
+    """The first ``min(share x len(text), cap_chars)`` characters of ``text``.
+
+    A fake summary whose size follows its prompt, as a real one's would; the
+    tests' :class:`EchoSummarizer` and the benchmark's ``FakeSummarizer`` reply so.
+    """
+    return text[: min(int(len(text) * share), cap_chars)]
+
+
 def _result(reply: AIMessage | str) -> ChatResult:
     message = AIMessage(reply) if isinstance(reply, str) else reply
     return ChatResult(generations=[ChatGeneration(message=message)])
@@ -105,9 +114,7 @@ class EchoSummarizer(ReplyingChatModel):
         self.calls.append(
             {"messages": list(messages), "kwargs": dict(call.kwargs), "path": call.path}
         )
-        prompt = str(messages[-1].content)
-        size = min(int(len(prompt) * self.share), self.cap_chars)
-        return f"{call.path}: " + prompt[:size]
+        return f"{call.path}: " + prompt_head(str(messages[-1].content), self.share, self.cap_chars)
 
 
 class FailingModel(BaseChatModel):

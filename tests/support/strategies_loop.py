@@ -32,10 +32,10 @@ from langchain_core.messages import (
     ToolMessage,
 )
 from langchain_core.tools import StructuredTool
-from strategies_shapes import Options, Record, python_values, tool_turn
 
 from langchain_context_pipeline import DIGEST, ContextPipeline
 from langchain_context_pipeline.messages.marks import METADATA_KEY
+from tests.support.strategies_shapes import Options, Record, python_values, tool_turn
 
 WORDS = ["alpha", "src/app.py", "npm test", "FAILED", "ok", "é", "日本", "\n", "SECRET=hunter2"]
 
@@ -458,7 +458,7 @@ def last_resort_runs(draw: st.DrawFn) -> Run:
     replayed at a few hundred tokens with ``head_count`` 1-4, whose last turn ends in
     a tool turn opening with a thinking block (its reasoning must reach the provider
     whole)."""
-    from strategies_shapes import thinking_tool_turn
+    from tests.support.strategies_shapes import thinking_tool_turn
 
     run = draw(runs())
     calls = [

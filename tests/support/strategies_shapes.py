@@ -577,7 +577,7 @@ def tight_cases(draw: st.DrawFn) -> tuple[list[BaseMessage], ContextPipeline]:
     """A :func:`head_tool_conversations` history and a pipeline whose threshold is just
     above (or at) the smallest request that keeps what must be kept, where truncation
     has the least room to spare; or a :func:`small_pipelines` one."""
-    from invariants import smallest_request_tokens
+    from tests.support.invariants import smallest_request_tokens
 
     history = draw(head_tool_conversations())
     if draw(st.integers(0, 3)) == 0:

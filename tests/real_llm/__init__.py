@@ -1,0 +1,1 @@
+"""Opt-in tests against a real model server."""
