@@ -8,9 +8,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from langchain_context_pipeline.stages.carried import CarriedSummary
-from langchain_context_pipeline.stages.condenser import CondenseStats
-from langchain_context_pipeline.stages.pruner import PruneStats
-from langchain_context_pipeline.stages.truncate import TruncateStats
+from langchain_context_pipeline.stages.stats import CondenseStats, PruneStats, TruncateStats
 
 __all__ = ["CompressionReport", "CompressionResult"]
 
@@ -67,6 +65,10 @@ class CompressionReport:
     archive_failures: int = 0
     """Originals that could not be kept in the store for recall (their references
     are marked not recallable); 0 when nothing is archived."""
+    reserved: int = 0
+    """Tokens of the same request spent beside the messages (``reserved_tokens``: a
+    system prompt or tool schemas sent separately): ``limit`` is ``threshold``
+    less these."""
 
     @property
     def summarizer_calls(self) -> int:

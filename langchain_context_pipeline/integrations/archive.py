@@ -45,6 +45,7 @@ from langchain_context_pipeline.tokens.counters import message_text
 
 __all__ = [
     "NAMESPACE",
+    "ORIGINALS_NAMESPACE",
     "aarchive_originals",
     "archive_originals",
     "namespace",
@@ -55,8 +56,13 @@ __all__ = [
 
 logger = logging.getLogger("langchain_context_pipeline")
 
-NAMESPACE = "context_pipeline_originals"
-"""The first label of every archive namespace; the thread id follows (see :func:`namespace`)."""
+ORIGINALS_NAMESPACE = "context_pipeline_originals"
+"""The first label of every archive namespace; the thread id follows (see :func:`namespace`).
+
+Persisted: archives written by every version are under it."""
+
+NAMESPACE = ORIGINALS_NAMESPACE
+"""The former name of :data:`ORIGINALS_NAMESPACE`."""
 
 UNRECALLABLE = " (not recallable)"
 """Written after a reference whose original could not be kept."""
@@ -79,9 +85,9 @@ def namespace(thread_id: str) -> tuple[str, ...]:
     """
     label = str(thread_id)
     if label and "." not in label and "\x00" not in label:
-        return (NAMESPACE, label)
+        return (ORIGINALS_NAMESPACE, label)
     quoted = label.replace("%", "%25").replace(".", "%2E").replace("\x00", "%00")
-    return (NAMESPACE, _ESCAPED, f"={quoted}")
+    return (ORIGINALS_NAMESPACE, _ESCAPED, f"={quoted}")
 
 
 def thread_of(config: Mapping[str, Any] | None) -> str | None:
@@ -169,9 +175,14 @@ def _ops(thread: str, records: Mapping[str, dict[str, Any]]) -> list[PutOp]:
     return [PutOp(space, key, value, index=False) for key, value in records.items()]
 
 
-def _settle(
+def _with_failure(
     result: CompressionResult, records: Mapping[str, Any], error: str | None
 ) -> CompressionResult:
+    """Return ``result`` with ``records`` marked not recallable when archiving failed.
+
+    ``error`` says why (logged, and counted in ``report.archive_failures``); None
+    when the originals were kept, and ``result`` is returned as it is.
+    """
     if error is None:
         return result
     logger.warning(
@@ -205,11 +216,11 @@ def archive_originals(
     if not records:
         return result
     if thread_id is None:
-        return _settle(result, records, "no thread_id in the run's config")
+        return _with_failure(result, records, "no thread_id in the run's config")
     try:
         store.batch(_ops(thread_id, records))
     except Exception as exc:  # degrade, never fail
-        return _settle(result, records, f"{type(exc).__name__}: {exc}")
+        return _with_failure(result, records, f"{type(exc).__name__}: {exc}")
     return result
 
 
@@ -224,11 +235,11 @@ async def aarchive_originals(
     if not records:
         return result
     if thread_id is None:
-        return _settle(result, records, "no thread_id in the run's config")
+        return _with_failure(result, records, "no thread_id in the run's config")
     try:
         await store.abatch(_ops(thread_id, records))
     except Exception as exc:  # degrade, never fail
-        return _settle(result, records, f"{type(exc).__name__}: {exc}")
+        return _with_failure(result, records, f"{type(exc).__name__}: {exc}")
     return result
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
@@ -47,37 +46,13 @@ from langchain_context_pipeline.stages.breaker import BreakerBank, conversation_
 from langchain_context_pipeline.stages.briefs import BriefFunction
 from langchain_context_pipeline.stages.digest import DIGEST, build_digest, build_index
 from langchain_context_pipeline.stages.prompt import build_prompt
+from langchain_context_pipeline.stages.stats import CondenseStats
 from langchain_context_pipeline.tokens.counters import message_text, resolve_token_counter
 from langchain_context_pipeline.tokens.meter import Meter
 
 __all__ = ["CondenseStats", "Condenser"]
 
 logger = logging.getLogger("langchain_context_pipeline")
-
-
-@dataclass
-class CondenseStats:
-    """What one condensing pass did."""
-
-    condensed: int = 0
-    """Messages replaced by the summary (a merged prior summary included)."""
-    summarizer_calls: int = 0
-    """Calls made to the summarizer."""
-    summarizer_failures: int = 0
-    """Summaries the model could not write (an unusable reply, a prompt that could not
-    be built); the digest stood in."""
-    source: str | None = None
-    """``"model"`` or ``"digest"``: who wrote the summary, if one was written."""
-    failure: str | None = None
-    """Why the last summarizer call was rejected, if it was."""
-    summarizer_skipped: int = 0
-    """Summaries the digest wrote because the circuit breaker was open."""
-    breaker_opened: bool = False
-    """Whether this pass's failure opened the circuit breaker."""
-    breaker_open: bool = False
-    """Whether this conversation's circuit breaker is open after this pass."""
-    tokens_after: int = 0
-    """Tokens of the whole list after condensing (set by the pipeline)."""
 
 
 def resolve_summarizer(model: Any) -> SummaryModel | None:

@@ -15,7 +15,7 @@ summary written to reach the low-water mark would land near it, so every later
 compaction would need another).
 
 The pipeline keeps nothing between calls that could change its output, so the cuts
-are a function of the list alone: :func:`settle` replays the conversation's growth
+are a function of the list alone: :func:`replay_cuts` replays the conversation's growth
 unit by unit (every prefix of the list is an earlier state of the same
 conversation) and moves a cut only at a prefix that would overflow the limit with
 the cuts as they stand. Each call on the grown list replays the same history up to
@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Cuts", "settle"]
+__all__ = ["Cuts", "replay_cuts", "settle"]
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class Cuts:
     """Units ``[0, drop)`` are dropped by truncation, except those that must stay."""
 
 
-def settle(
+def replay_cuts(
     raw: Sequence[int],
     pruned: Sequence[int],
     stays: Sequence[bool],
@@ -75,8 +75,8 @@ def settle(
         The prune boundary and the truncation cut.
 
     Example:
-        >>> settle([100] * 10, [10] * 10, [False] * 10, fixed=0, limit=500,
-        ...        low_water=300, tail_budget=200, note=lambda drop: 20)
+        >>> replay_cuts([100] * 10, [10] * 10, [False] * 10, fixed=0, limit=500,
+        ...             low_water=300, tail_budget=200, note=lambda drop: 20)
         Cuts(prune=7, drop=0)
     """
     prune = drop = tail = 0
@@ -117,3 +117,7 @@ def settle(
             drop, size, noted = 0, full, 0
         prune = max(prune, drop)
     return Cuts(prune, drop)
+
+
+settle = replay_cuts
+"""The former name of :func:`replay_cuts`."""

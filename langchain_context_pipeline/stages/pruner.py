@@ -20,7 +20,7 @@ their ids and metadata.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -46,10 +46,11 @@ from langchain_context_pipeline.messages.trim import cut_middle, replace_text, w
 from langchain_context_pipeline.messages.units import Split
 from langchain_context_pipeline.messages.values import dumps
 from langchain_context_pipeline.stages.briefs import brief_for
+from langchain_context_pipeline.stages.stats import PruneStats
 from langchain_context_pipeline.tokens.counters import IMAGE_TOKENS, count_images, message_text
 from langchain_context_pipeline.tokens.meter import Meter
 
-__all__ = ["PruneStats", "Pruner"]
+__all__ = ["PruneStats", "Pruner", "sum_stats"]
 
 _MEMO_SIZE = 50_000
 """Pruned messages remembered across calls (the memo is emptied when full)."""
@@ -79,24 +80,13 @@ class _Pruned:
         return self.result is None or message_snapshot(self.result) == self.result_state
 
 
-@dataclass
-class PruneStats:
-    """What one pruning pass changed."""
-
-    briefed: int = 0
-    """Tool results replaced by a one-line brief (``ToolMessage``s and result blocks)."""
-    args_shortened: int = 0
-    """AI messages whose tool-call arguments were cut."""
-    texts_shortened: int = 0
-    """AI messages whose text was cut to its head and tail."""
-    tokens_after: int = 0
-    """Tokens of the whole list after pruning (set by the pipeline)."""
-
-    def add(self, other: PruneStats) -> None:
-        """Add the counts of ``other`` (one message's pruning) to these."""
-        self.briefed += other.briefed
-        self.args_shortened += other.args_shortened
-        self.texts_shortened += other.texts_shortened
+def sum_stats(each: Iterable[PruneStats | None]) -> PruneStats:
+    """Return the stats of a pass from those of its messages (None: unchanged)."""
+    stats = PruneStats()
+    for own in each:
+        if own is not None:
+            stats.add(own)
+    return stats
 
 
 class Pruner(MessagesRunnable):
@@ -163,17 +153,34 @@ class Pruner(MessagesRunnable):
         Returns a new list (unchanged messages are the caller's own objects) and
         what was changed.
         """
-        stats = PruneStats()
+        out, each = self.prune_each(messages, where)
+        return out, sum_stats(each)
+
+    def prune_each(
+        self, messages: Sequence[BaseMessage], where: Split
+    ) -> tuple[list[BaseMessage], list[PruneStats | None]]:
+        """Do :meth:`prune`, with what was changed message by message.
+
+        A message's pruning depends on the message and the calls before it, never
+        on where the tail starts: the pruning of ``messages`` with the tail at
+        ``t <= where.tail_start`` is ``out[:t] + messages[t:]``, its stats
+        ``sum_stats(each[:t])`` (the pipeline prices every prune boundary from one
+        pass). ``each[i]`` is None for a message pruning could not change.
+        """
         start, stop = where.head_end, where.tail_start
         calls: dict[str, tuple[str, Any]] = {}
         out: list[BaseMessage] = []
+        each: list[PruneStats | None] = []
         for index, message in enumerate(messages):
             if isinstance(message, AIMessage):
                 calls.update(call_index(message))
+            own: PruneStats | None = None
             if start <= index < stop and index not in where.systems and self._may_change(message):
-                message = self._prune_remembered(message, calls, stats)
+                own = PruneStats()
+                message = self._prune_remembered(message, calls, own)
             out.append(message)
-        return out, stats
+            each.append(own)
+        return out, each
 
     def _may_change(self, message: BaseMessage) -> bool:
         """Whether pruning could change ``message``; False is certain, True is not.

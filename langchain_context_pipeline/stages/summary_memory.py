@@ -47,12 +47,15 @@ from langchain_context_pipeline.errors import check_int
 from langchain_context_pipeline.messages.values import dumps
 from langchain_context_pipeline.stages.carried import CarriedSummary
 
-__all__ = ["StoreRead", "StoreWrite", "SummaryMemory", "SummaryStore"]
+__all__ = ["SUMMARY_NAMESPACE", "StoreRead", "StoreWrite", "SummaryMemory", "SummaryStore"]
 
 logger = logging.getLogger("langchain_context_pipeline")
 
-NAMESPACE = ("context_pipeline", "summaries")
-"""The store namespace the summaries are written under."""
+SUMMARY_NAMESPACE = ("context_pipeline", "summaries")
+"""The store namespace the summaries are written under (persisted: never changes)."""
+
+NAMESPACE = SUMMARY_NAMESPACE
+"""The former name of :data:`SUMMARY_NAMESPACE`."""
 
 _ENTRIES_PER_ANCHOR = 16
 
@@ -242,9 +245,11 @@ class SummaryMemory:
         """Answer a planner's store request with the store's sync ``get``/``put``."""
         try:
             if isinstance(request, StoreRead):
-                self.load(request.anchor, _entries(self.store.get(NAMESPACE, request.anchor)))
+                self.load(
+                    request.anchor, _entries(self.store.get(SUMMARY_NAMESPACE, request.anchor))
+                )
             else:
-                self.store.put(NAMESPACE, request.anchor, {"entries": request.entries})
+                self.store.put(SUMMARY_NAMESPACE, request.anchor, {"entries": request.entries})
         except Exception as exc:
             logger.warning("summary store failed (%s: %s)", type(exc).__name__, exc)
 
@@ -252,10 +257,12 @@ class SummaryMemory:
         """Answer a planner's store request with the store's ``aget``/``aput``."""
         try:
             if isinstance(request, StoreRead):
-                item = await self.store.aget(NAMESPACE, request.anchor)
+                item = await self.store.aget(SUMMARY_NAMESPACE, request.anchor)
                 self.load(request.anchor, _entries(item))
             else:
-                await self.store.aput(NAMESPACE, request.anchor, {"entries": request.entries})
+                await self.store.aput(
+                    SUMMARY_NAMESPACE, request.anchor, {"entries": request.entries}
+                )
         except Exception as exc:
             logger.warning("summary store failed (%s: %s)", type(exc).__name__, exc)
 

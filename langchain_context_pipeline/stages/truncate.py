@@ -50,6 +50,7 @@ from langchain_context_pipeline.messages.trim import (
 )
 from langchain_context_pipeline.messages.units import Split, snap_forward
 from langchain_context_pipeline.stages.note import NotePricer, note_room, removal_note
+from langchain_context_pipeline.stages.stats import TruncateStats
 from langchain_context_pipeline.tokens.counters import message_text, resolve_token_counter
 from langchain_context_pipeline.tokens.meter import Meter
 
@@ -64,18 +65,6 @@ __all__ = [
 ]
 
 logger = logging.getLogger("langchain_context_pipeline")
-
-
-@dataclass
-class TruncateStats:
-    """What one truncation pass did."""
-
-    trimmed: int = 0
-    """Messages removed (LangChain's *trim*: whole messages go)."""
-    shortened: int = 0
-    """Kept messages cut in the middle to fit."""
-    tokens_after: int = 0
-    """Tokens of the whole list after truncation (set by the pipeline)."""
 
 
 def _slim_blocks(content: list[Any], drop_reasoning: bool, ref: str = "") -> list[Any]:

@@ -39,16 +39,19 @@ it, a reply raises the correction as far as it measures but lowers it by
 
 from __future__ import annotations
 
-import hashlib
 import math
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, SystemMessage
+from langchain_core.messages import AIMessage, BaseMessage
 
-from langchain_context_pipeline.messages.values import dumps
-from langchain_context_pipeline.tokens.prefix import prefix_digests, stable_text
+from langchain_context_pipeline.tokens.prefix import (
+    prefix_digests,
+    request_overhead,
+    request_seed,
+    tools_tokens,
+)
 
 __all__ = [
     "CALIBRATION_STATE_KEY",
@@ -78,14 +81,11 @@ OVERFLOW_TIGHTENING = 1.25
 MAX_COUNTED = 16
 """How many counted requests a record keeps (the newest): each may be the next prefix."""
 FIT_ATTEMPTS = 3
+"""The most compressions of one call: the prefix's budget, the kept prefix's, no prefix's."""
 BUDGET_STEP = 8
 """The last call's budget is tried first unless the counted prefix allows
 ``threshold / BUDGET_STEP`` more: a steady limit keeps the cuts (and the provider's
 prompt cache) where they were."""
-"""The most compressions of one call: the prefix's budget, the kept prefix's, no prefix's."""
-
-Counter = Callable[[list[BaseMessage]], int]
-"""A token counter, as :class:`~langchain_context_pipeline.tokens.counters.TokenCounter` is."""
 
 
 def model_identity(model: Any) -> tuple[str | None, str | None]:
@@ -99,57 +99,6 @@ def model_identity(model: Any) -> tuple[str | None, str | None]:
     return (provider if isinstance(provider, str) else None), (
         name if isinstance(name, str) else None
     )
-
-
-def _tool_schema(tool: Any) -> Any:
-    from langchain_core.utils.function_calling import convert_to_openai_tool
-
-    try:
-        return convert_to_openai_tool(tool)
-    except Exception:  # provider built-ins and odd dicts: count what is there
-        if isinstance(tool, Mapping):
-            return dict(tool)
-        return {"name": getattr(tool, "name", repr(tool)), "description": str(tool)}
-
-
-def tools_tokens(counter: Counter, tools: Sequence[Any]) -> int:
-    """Return what the tools' schemas (as the provider receives them) cost by ``counter``."""
-    if not tools:
-        return 0
-    schemas = [_tool_schema(t) for t in tools]
-    text = dumps(schemas, sort_keys=True)
-    return int(counter([SystemMessage(text)]))
-
-
-def request_overhead(
-    counter: Counter, system_prompt: str | BaseMessage | None, tools: Sequence[Any]
-) -> int:
-    """Return the tokens a request spends beside its messages: system prompt and tools.
-
-    The pre-model hook is given them (it cannot see them), so that what it records as
-    sent is the whole request, as the provider's reported usage is.
-    """
-    tokens = tools_tokens(counter, tools)
-    if system_prompt is not None:
-        system = (
-            system_prompt
-            if isinstance(system_prompt, BaseMessage)
-            else SystemMessage(system_prompt)
-        )
-        tokens += int(counter([system]))
-    return tokens
-
-
-def request_seed(system: str | BaseMessage | None, tools: Sequence[Any] = ()) -> str:
-    """Return the digest of what a request sends beside its messages: system prompt, tools.
-
-    A changed system prompt or tool schema changes every digest of
-    :func:`prefix_digests`, so no counted prefix is trusted across it.
-    """
-    if isinstance(system, BaseMessage):
-        system = stable_text([system.type, system.content])
-    parts = stable_text([system, [_tool_schema(t) for t in tools]])
-    return hashlib.sha256(parts.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
 def _reply_identity(reply: BaseMessage) -> tuple[str | None, str | None]:
@@ -328,7 +277,7 @@ class Calibration:
             held=budget,
         )
 
-    def settled(self) -> Calibration:
+    def after_reply(self) -> Calibration:
         """Return the record once the reply was read: nothing awaits a count.
 
         The budget held is kept only with a counted request to hold it against.
@@ -336,6 +285,9 @@ class Calibration:
         return replace(
             self, sent=0, after=None, pending=None, held=self.held if self.counted else 0
         )
+
+    settled = after_reply
+    """The former name of :meth:`after_reply`."""
 
     def observe(
         self, reply: BaseMessage | None, agent: tuple[str | None, str | None] = (None, None)

@@ -1,16 +1,26 @@
-"""Digests of a request's prefixes: which part of a request repeats one the provider counted."""
+"""What a request sends beside its messages, and digests of its prefixes.
+
+The system prompt and the tool schemas a request sends beside its messages are
+counted (:func:`request_overhead`) and digested (:func:`request_seed`); the digest
+of every prefix of the request (:func:`prefix_digests`) chains its messages onto
+that seed, so calibration can tell which part of a request repeats one the
+provider counted.
+"""
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, SystemMessage
 
 from langchain_context_pipeline.messages.values import dumps
 
-__all__ = ["prefix_digests", "stable_text"]
+__all__ = ["prefix_digests", "request_overhead", "request_seed", "stable_text", "tools_tokens"]
+
+Counter = Callable[[list[BaseMessage]], int]
+"""A token counter, as :class:`~langchain_context_pipeline.tokens.counters.TokenCounter` is."""
 
 
 def stable_text(value: Any) -> str:
@@ -44,3 +54,54 @@ def prefix_digests(seed: str, messages: Sequence[BaseMessage]) -> list[str]:
         chain.update(b"\x00" + _message_text(message).encode("utf-8", "surrogatepass"))
         digests.append(chain.hexdigest()[:16])
     return digests
+
+
+def _tool_schema(tool: Any) -> Any:
+    from langchain_core.utils.function_calling import convert_to_openai_tool
+
+    try:
+        return convert_to_openai_tool(tool)
+    except Exception:  # provider built-ins and odd dicts: count what is there
+        if isinstance(tool, Mapping):
+            return dict(tool)
+        return {"name": getattr(tool, "name", repr(tool)), "description": str(tool)}
+
+
+def tools_tokens(counter: Counter, tools: Sequence[Any]) -> int:
+    """Return what the tools' schemas (as the provider receives them) cost by ``counter``."""
+    if not tools:
+        return 0
+    schemas = [_tool_schema(t) for t in tools]
+    text = dumps(schemas, sort_keys=True)
+    return int(counter([SystemMessage(text)]))
+
+
+def request_overhead(
+    counter: Counter, system_prompt: str | BaseMessage | None, tools: Sequence[Any]
+) -> int:
+    """Return the tokens a request spends beside its messages: system prompt and tools.
+
+    The pre-model hook is given them (it cannot see them), so that what it records as
+    sent is the whole request, as the provider's reported usage is.
+    """
+    tokens = tools_tokens(counter, tools)
+    if system_prompt is not None:
+        system = (
+            system_prompt
+            if isinstance(system_prompt, BaseMessage)
+            else SystemMessage(system_prompt)
+        )
+        tokens += int(counter([system]))
+    return tokens
+
+
+def request_seed(system: str | BaseMessage | None, tools: Sequence[Any] = ()) -> str:
+    """Return the digest of what a request sends beside its messages: system prompt, tools.
+
+    A changed system prompt or tool schema changes every digest of
+    :func:`prefix_digests`, so no counted prefix is trusted across it.
+    """
+    if isinstance(system, BaseMessage):
+        system = stable_text([system.type, system.content])
+    parts = stable_text([system, [_tool_schema(t) for t in tools]])
+    return hashlib.sha256(parts.encode("utf-8", "surrogatepass")).hexdigest()[:16]

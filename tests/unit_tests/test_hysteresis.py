@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_context_pipeline import ContextPipeline, PipelineSettings, estimate_tokens
-from langchain_context_pipeline.stages.hysteresis import Cuts, settle
+from langchain_context_pipeline.stages.hysteresis import Cuts, replay_cuts
 
 THRESHOLD = 6000
 
@@ -123,7 +123,7 @@ def test_a_compaction_prunes_everything_older_than_the_tail() -> None:
     # Pruning two units would reach the low-water mark; a compaction prunes all four
     # older than the tail (it costs nothing), so the request lands lower and the next
     # compaction comes later.
-    cuts = settle(
+    cuts = replay_cuts(
         [100] * 6,
         [10] * 6,
         [False] * 6,
@@ -140,7 +140,7 @@ def test_truncation_reaches_the_low_water_mark_after_pruning_everything_it_may()
     # Pruned units still weigh 90 of 100: after pruning the four older than the tail
     # (560 tokens), truncation drops the oldest until the request is at the low-water
     # mark: three would leave 290, the removal note's 20 more make it a fourth.
-    cuts = settle(
+    cuts = replay_cuts(
         [100] * 6,
         [90] * 6,
         [False] * 6,
@@ -159,12 +159,12 @@ def test_a_cut_made_when_pruning_could_not_fit_goes_once_pruning_does() -> None:
     # nothing is dropped (the cut used to stay where it was, for good).
     raw, pruned = [100, 100, 600, 100, 100], [10, 10, 10, 10, 10]
     common = {"fixed": 0, "limit": 500, "low_water": 300, "tail_budget": 200}
-    assert settle(raw[:3], pruned[:3], [False] * 3, **common, note=lambda d: 5) == Cuts(2, 2)
-    assert settle(raw, pruned, [False] * 5, **common, note=lambda d: 5) == Cuts(3, 0)
+    assert replay_cuts(raw[:3], pruned[:3], [False] * 3, **common, note=lambda d: 5) == Cuts(2, 2)
+    assert replay_cuts(raw, pruned, [False] * 5, **common, note=lambda d: 5) == Cuts(3, 0)
 
 
 def test_a_cut_is_not_made_for_a_note_that_costs_what_it_replaces() -> None:
     # Dropping the two pruned units (20 tokens) for a note of 20 saves nothing.
     raw, pruned = [100, 100, 600], [10, 10, 10]
     common = {"fixed": 0, "limit": 500, "low_water": 300, "tail_budget": 200}
-    assert settle(raw, pruned, [False] * 3, **common, note=lambda d: 20) == Cuts(2, 0)
+    assert replay_cuts(raw, pruned, [False] * 3, **common, note=lambda d: 20) == Cuts(2, 0)

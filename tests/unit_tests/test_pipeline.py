@@ -354,3 +354,45 @@ def test_a_summary_is_held_to_the_room_truncation_leaves_it() -> None:
     assert result.carried_summary is not None
     assert result.carried_summary.message in result.messages
     assert estimate_tokens(result.messages) <= 1000
+
+
+@pytest.mark.parametrize("model", [None, DIGEST])
+def test_a_pass_prunes_once_first_call_and_steady_state(
+    model: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from langchain_context_pipeline.stages.pruner import Pruner
+
+    calls: list[int] = []
+    prune_each = Pruner.prune_each
+
+    def counted(self: Pruner, messages: Sequence[BaseMessage], where: Any) -> Any:
+        calls.append(len(messages))
+        return prune_each(self, messages, where)
+
+    monkeypatch.setattr(Pruner, "prune_each", counted)
+    messages = agent_history(steps=60, text=1900)
+    pipeline = ContextPipeline(threshold=16_000, tail_budget=4000, model=model)
+    first = pipeline.compress(messages[:-10])
+    assert len(calls) == 1 and "prune" in first.report.stages
+    calls.clear()
+    grown = pipeline.compress(messages)
+    assert calls == [len(messages)]
+    assert grown.report.stages[-1] == "truncate" or model is not None
+    again = pipeline.compress(messages)  # the steady state: the same list again
+    assert len(calls) == 2
+    assert again.messages == grown.messages
+    assert again.report.stages == grown.report.stages and again.report.prune == grown.report.prune
+
+
+def test_the_report_keeps_the_reserved_tokens_and_the_limit_apart() -> None:
+    messages = agent_history(steps=60, text=1900)
+    pipeline = ContextPipeline(threshold=16_000, tail_budget=4000)
+    report = pipeline.compress(messages, reserved_tokens=1_500).report
+    assert (report.threshold, report.reserved, report.limit) == (16_000, 1_500, 14_500)
+    assert report.tokens_after <= report.limit
+    under = pipeline.compress(messages[:2], reserved_tokens=100).report
+    assert (under.reserved, under.limit, under.stages) == (100, 15_900, [])
+    data = report.as_dict()
+    assert (data["limit"], data["reserved"]) == (14_500, 1_500)
+    with pytest.raises(ValueError, match="reserved_tokens"):
+        pipeline.compress(messages, reserved_tokens="many")  # type: ignore[arg-type]

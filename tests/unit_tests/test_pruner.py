@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -452,3 +453,31 @@ def test_every_old_bulky_result_is_briefed_in_every_format(
                 assert {k: v for k, v in new_block.items() if k != "content"} == {
                     k: v for k, v in old_block.items() if k != "content"
                 }
+
+
+@given(shape_conversations(), st.integers(0, 1_000), st.integers(0, 40), st.data())
+def test_one_pruning_up_to_the_tail_serves_every_tail_start(
+    messages: list[BaseMessage], limit: int, head: int, data: st.DataObject
+) -> None:
+    # The pipeline prunes once and keeps that pruning up to the boundary it settles
+    # on: a fresh Pruner given that boundary as the tail start gives the same list
+    # (the very same objects) and the same stats.
+    from langchain_context_pipeline.stages.pruner import sum_stats
+
+    where = Split.of(messages, head)
+    out, each = Pruner(tool_output_limit=limit).prune_each(messages, where)
+    assert len(out) == len(each) == len(messages)
+    tail = data.draw(st.integers(0, len(messages)))
+    alone, stats = Pruner(tool_output_limit=limit).prune(messages, replace(where, tail_start=tail))
+    assert snapshot(alone) == snapshot(out[:tail] + messages[tail:])
+    assert all(a is b for a, b in zip(alone[tail:], messages[tail:], strict=True))
+    assert stats == sum_stats(each[:tail])
+    assert all(own is None for own in each[: where.head_end])
+
+
+def test_the_stats_types_are_one_module_s_under_their_old_names() -> None:
+    from langchain_context_pipeline.stages import condenser, pruner, stats, truncate
+
+    assert pruner.PruneStats is stats.PruneStats
+    assert condenser.CondenseStats is stats.CondenseStats
+    assert truncate.TruncateStats is stats.TruncateStats

@@ -13,7 +13,7 @@ from langchain_core.runnables import RunnableLambda
 from langchain_context_pipeline import ContextPipeline
 from langchain_context_pipeline.langgraph import create_pre_model_hook
 from langchain_context_pipeline.messages.marks import is_pipeline_summary
-from langchain_context_pipeline.stages.summary_memory import NAMESPACE, SummaryMemory
+from langchain_context_pipeline.stages.summary_memory import SUMMARY_NAMESPACE, SummaryMemory
 from tests.support.fakes import EchoSummarizer
 
 THRESHOLD = 12_000
@@ -166,7 +166,7 @@ def test_a_shared_store_lets_another_process_reuse_the_summary(use_async: bool) 
     )
     for history in histories:
         one.invoke(history)
-    assert first.calls and all(key[0] == NAMESPACE for key in store.data)
+    assert first.calls and all(key[0] == SUMMARY_NAMESPACE for key in store.data)
     second = EchoSummarizer()
     other = ContextPipeline(
         threshold=THRESHOLD,
@@ -224,3 +224,15 @@ def test_a_model_free_pipeline_remembers_nothing() -> None:
     for history in run("alpha", 30):
         pipeline.invoke(history)
     assert len(pipeline.summary_memory) == 0
+
+
+def test_the_store_namespaces_keep_their_persisted_values_and_former_names() -> None:
+    # Summaries and archived originals already in a store are found under these.
+    from langchain_context_pipeline.integrations import archive
+    from langchain_context_pipeline.stages import summary_memory
+
+    assert summary_memory.SUMMARY_NAMESPACE == ("context_pipeline", "summaries")
+    assert archive.ORIGINALS_NAMESPACE == "context_pipeline_originals"
+    assert summary_memory.NAMESPACE is summary_memory.SUMMARY_NAMESPACE
+    assert archive.NAMESPACE is archive.ORIGINALS_NAMESPACE
+    assert archive.namespace("t1") == ("context_pipeline_originals", "t1")
