@@ -1,0 +1,402 @@
+"""A message's anatomy: its texts, tool calls, tool results and costs, read once.
+
+:func:`read` parses one message, in every format the input coercion accepts (see
+:mod:`~langchain_context_pipeline.messages.blocks` for the formats and
+:mod:`~langchain_context_pipeline.messages.kinds` for the block kinds), into a frozen
+:class:`Anatomy`. Every reader of the package (the counters, ``message_text``,
+the call and result ids, the pairing, references, the digest, the cuts) asks
+it, so they all see the same message.
+
+The anatomy is remembered per message object: a pass that reads a message many
+times (count it, pair it, brief it, cut it) parses it once, and the next pass
+over the same unchanged message not at all. The memo compares a snapshot of the
+fields the anatomy reads (see :mod:`~langchain_context_pipeline.messages.snapshot`),
+so an edit in place (``message.content[0]["text"] = ...``,
+``message.tool_calls[0]["args"]["path"] = ...``) is seen and read anew.
+"""
+
+from __future__ import annotations
+
+import json
+import weakref
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+
+from langchain_context_pipeline.messages.kinds import (
+    CALL_BLOCKS,
+    FILE_TOKENS,
+    IMAGE_TOKENS,
+    RESULT_BLOCKS,
+    RESULT_CONTENT,
+    block_kind,
+    block_type,
+)
+from langchain_context_pipeline.messages.values import dumps, snapshot
+
+__all__ = ["Anatomy", "Call", "Result", "build_count", "call_text", "invalid_call_text", "read"]
+
+_MEMO_SIZE = 50_000
+"""Anatomies remembered (the memo is emptied when full, as the Pruner's is)."""
+
+BUILDS = 0
+"""How many anatomies :func:`read` has built (memo misses), for benchmarks."""
+
+
+def build_count() -> int:
+    """Return how many anatomies have been built since the process started."""
+    return BUILDS
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One copy of a tool call, as one place of the message carries it."""
+
+    id: str
+    """The call id ("" when the copy has none)."""
+    name: str
+    args: Any
+    """The arguments (a JSON string of them is read; unreadable: ``{"arguments": s}``)."""
+    source: str
+    """Where the copy is: ``tool_calls``, ``invalid_tool_calls``, ``block`` or
+    ``additional_kwargs`` (OpenAI-style ``additional_kwargs["tool_calls"]``)."""
+    position: int | None = None
+    """The content block's position, for a ``block`` copy."""
+
+
+@dataclass(frozen=True, slots=True)
+class Result:
+    """One tool result a message carries."""
+
+    call_id: str
+    text: str
+    """The result's text (its text parts joined by newlines)."""
+    is_error: bool
+    position: int | None
+    """The result block's position; None for a ToolMessage (its whole content)."""
+    others: tuple[Any, ...] = ()
+    """The result's non-text parts (images, documents...)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Anatomy:
+    """What one message holds, read once (see :func:`read`)."""
+
+    texts: tuple[tuple[int | None, str], ...]
+    """The message's text: ``(block position, text)``; string content is position None."""
+    calls: tuple[Call, ...]
+    """Every copy of every tool call (an AIMessage's), in the order ``tool_calls``,
+    ``invalid_tool_calls``, blocks, ``additional_kwargs``."""
+    results: tuple[Result, ...]
+    """The tool results the message carries (a ToolMessage, or result blocks)."""
+    reasoning: tuple[int, ...]
+    """Positions of the reasoning blocks."""
+    images: int
+    """Image blocks."""
+    media: int
+    """Other media blocks counted at their fixed cost (no inline text)."""
+    fixed: int
+    """The fixed cost of the media blocks."""
+    content_texts: tuple[str, ...]
+    """The texts a provider tokenizes in the content (no listed tool calls)."""
+    call_texts: tuple[str, ...]
+    """The texts of ``tool_calls`` and ``invalid_tool_calls``."""
+
+    @property
+    def text(self) -> str:
+        """The message's plain text: its texts joined by newlines."""
+        return "\n".join(text for _, text in self.texts)
+
+    @property
+    def text_positions(self) -> frozenset[int | None]:
+        """The positions that hold text (None for string content)."""
+        return frozenset(position for position, _ in self.texts)
+
+    def call_ids(self) -> list[str]:
+        """Return the ids of the calls, in every format, once each."""
+        return list(dict.fromkeys(c.id for c in self.calls if c.id))
+
+    def result_ids(self) -> list[str]:
+        """Return the ids of the calls the message answers, once each."""
+        return list(dict.fromkeys(r.call_id for r in self.results if r.call_id))
+
+    def call_index(self) -> dict[str, tuple[str, Any]]:
+        """Return ``{call id: (name, args)}``: the first copy of each id names it.
+
+        ``tool_calls`` first, then the calls only a block or
+        ``additional_kwargs`` carries; invalid tool calls name none.
+        """
+        found: dict[str, tuple[str, Any]] = {}
+        for call in self.calls:
+            if call.id and call.source != "invalid_tool_calls" and call.id not in found:
+                found[call.id] = (call.name, call.args)
+        return found
+
+    def countable(self) -> tuple[list[str], int]:
+        """Return the texts a provider tokenizes and the fixed cost of the media."""
+        return [*self.content_texts, *self.call_texts], self.fixed
+
+
+class _Entry:
+    """One remembered anatomy: the message (weakly), the state it was read in."""
+
+    __slots__ = ("anatomy", "source", "state")
+
+    def __init__(self, source: weakref.ref[BaseMessage], state: Any, anatomy: Anatomy) -> None:
+        self.source = source
+        self.state = state
+        self.anatomy = anatomy
+
+
+_memo: dict[int, _Entry] = {}
+
+
+def _state(message: BaseMessage) -> Any:
+    """Snapshot the fields :func:`read` reads, and nothing else."""
+    fields = message.__dict__
+    extra = fields.get("additional_kwargs")
+    raw = extra.get("tool_calls") if isinstance(extra, dict) else None
+    return snapshot(
+        (
+            type(message),
+            fields.get("content"),
+            fields.get("tool_calls"),
+            fields.get("invalid_tool_calls"),
+            raw,
+            fields.get("tool_call_id"),
+            fields.get("status"),
+        )
+    )
+
+
+def read(message: BaseMessage) -> Anatomy:
+    """Return the anatomy of ``message``, from the memo when it is unchanged."""
+    global BUILDS
+    state = _state(message)
+    key = id(message)
+    hit = _memo.get(key)
+    if hit is not None and hit.source() is message and hit.state == state:
+        return hit.anatomy
+    anatomy = _build(message)
+    BUILDS += 1
+    if len(_memo) >= _MEMO_SIZE:
+        _memo.clear()
+
+    def forget(_: object, key: int = key) -> None:
+        entry = _memo.get(key)
+        if entry is not None and entry.source() is None:
+            _memo.pop(key, None)
+
+    _memo[key] = _Entry(weakref.ref(message, forget), state, anatomy)
+    return anatomy
+
+
+def _parsed(args: Any) -> Any:
+    """Read arguments given as a JSON string."""
+    if not isinstance(args, str):
+        return args
+    try:
+        return json.loads(args)
+    except (ValueError, RecursionError):
+        return {"arguments": args}
+
+
+def block_call_id(block: dict[str, Any]) -> str:
+    """Return the call id of a tool-call block ("" when it has none)."""
+    id_key = CALL_BLOCKS[block["type"]][0]
+    cid = block.get(id_key) or (block.get("id") if id_key != "id" else None)
+    return cid if isinstance(cid, str) else ""
+
+
+def _block_call(block: dict[str, Any], position: int) -> Call:
+    args_key = CALL_BLOCKS[block["type"]][1]
+    name = block.get("name")
+    return Call(
+        block_call_id(block),
+        name if isinstance(name, str) and name else "tool",
+        _parsed(block.get(args_key, {})),
+        "block",
+        position,
+    )
+
+
+def _calls(message: AIMessage) -> list[Call]:
+    calls = [
+        Call(c.get("id") or "", c["name"], c["args"], "tool_calls") for c in message.tool_calls
+    ]
+    for bad in message.invalid_tool_calls:
+        calls.append(
+            Call(bad.get("id") or "", bad.get("name") or "", bad.get("args"), "invalid_tool_calls")
+        )
+    if not isinstance(message.content, str):
+        for position, block in enumerate(message.content):
+            if isinstance(block, dict) and block_type(block) in CALL_BLOCKS:
+                calls.append(_block_call(block, position))
+    raw = message.additional_kwargs.get("tool_calls")
+    if isinstance(raw, list):
+        for item in raw:
+            if not isinstance(item, dict):
+                continue
+            fn = item.get("function")
+            fn = fn if isinstance(fn, dict) else {}
+            cid, name = item.get("id"), fn.get("name")
+            calls.append(
+                Call(
+                    cid if isinstance(cid, str) else "",
+                    name if isinstance(name, str) and name else "tool",
+                    _parsed(fn.get("arguments", {})),
+                    "additional_kwargs",
+                )
+            )
+    return calls
+
+
+def result_text(value: Any) -> tuple[str, list[Any]]:
+    """Return the text of a tool result's value and its other parts (see ``result_parts``)."""
+    if value is None or isinstance(value, str):
+        return value or "", []
+    if not isinstance(value, list):
+        return "", [value]
+    texts: list[str] = []
+    others: list[Any] = []
+    for part in value:
+        if isinstance(part, str):
+            texts.append(part)
+        elif block_type(part) == "text" and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        else:
+            others.append(part)
+    return "\n".join(texts), others
+
+
+def _build(message: BaseMessage) -> Anatomy:
+    """Parse ``message`` (see :class:`Anatomy`)."""
+    content = message.content
+    texts: list[tuple[int | None, str]] = []
+    results: list[Result] = []
+    reasoning: list[int] = []
+    counted: list[str] = []
+    costs = [0, 0, 0]  # images, media at a fixed cost, fixed tokens
+    is_ai = isinstance(message, AIMessage)
+    calls = _calls(message) if isinstance(message, AIMessage) else []
+    listed = frozenset(
+        c.id for c in calls if c.id and c.source in ("tool_calls", "invalid_tool_calls")
+    )
+    if isinstance(content, str):
+        texts.append((None, content))
+        if content:
+            counted.append(content)
+    else:
+        for position, block in enumerate(content):
+            kind = block_kind(block)
+            if kind == "text":
+                text = block if isinstance(block, str) else block.get("text")
+                if isinstance(text, str):
+                    texts.append((position, text))
+            elif kind == "reasoning":
+                reasoning.append(position)
+            elif kind == "result" and not is_ai and isinstance(block, dict):
+                key = RESULT_BLOCKS[block["type"]]
+                cid = block.get(key)
+                if cid:
+                    text, others = result_text(block.get(RESULT_CONTENT[block["type"]]))
+                    error = block.get("is_error") is True
+                    results.append(Result(str(cid), text, error, position, tuple(others)))
+            costs[2] += _block_parts(block, counted, listed, costs)
+    if isinstance(message, ToolMessage):
+        text = "\n".join(t for _, t in texts)
+        results.append(Result(message.tool_call_id, text, message.status == "error", None))
+    call_texts: list[str] = []
+    if isinstance(message, AIMessage):
+        call_texts = [call_text(call) for call in message.tool_calls]
+        call_texts += [invalid_call_text(bad) for bad in message.invalid_tool_calls]
+    return Anatomy(
+        texts=tuple(texts),
+        calls=tuple(calls),
+        results=tuple(results),
+        reasoning=tuple(reasoning),
+        images=costs[0],
+        media=costs[1],
+        fixed=costs[2],
+        content_texts=tuple(counted),
+        call_texts=tuple(call_texts),
+    )
+
+
+# Keys of a block that are bookkeeping, not sent to the model as text.
+_SKIPPED_KEYS = frozenset({"type", "cache_control", "index", "citations", "extras"})
+
+
+def _inline_document_text(block: dict[str, Any]) -> list[Any] | str | None:
+    """Return the inline text of a file block (or its content blocks), if it has any."""
+    text = block.get("text")
+    if isinstance(text, str):
+        return text
+    source = block.get("source")
+    if isinstance(source, dict):
+        if source.get("type") == "text" and isinstance(source.get("data"), str):
+            return str(source["data"])
+        if source.get("type") == "content" and isinstance(source.get("content"), list):
+            return list(source["content"])
+    return None
+
+
+def _block_parts(block: Any, texts: list[str], skip_ids: frozenset[str], costs: list[int]) -> int:
+    """Append the countable texts of one block to ``texts``; return its fixed cost.
+
+    A call block that repeats a ``tool_calls`` entry (``skip_ids``) is skipped
+    (counted once, from ``tool_calls``); results and reasoning (thinking text and
+    signature, redacted data, encrypted content) are counted by every value they
+    send. ``costs`` counts the images and fixed-cost media met.
+    """
+    if isinstance(block, str):
+        texts.append(block)
+        return 0
+    if not isinstance(block, dict):
+        texts.append(dumps(block))  # any value, any depth (a list nested in a result)
+        return 0
+    kind = block_kind(block)
+    if kind in ("text", "plain") and isinstance(block.get("text"), str):
+        texts.append(block["text"])
+        return 0
+    if kind == "image":
+        costs[0] += 1
+        return IMAGE_TOKENS
+    if kind == "call" and block_call_id(block) in skip_ids:
+        return 0  # the same call is counted once, from `tool_calls`
+    if kind == "media":
+        inline = _inline_document_text(block)
+        if inline is None:
+            costs[1] += 1
+            return FILE_TOKENS
+        if isinstance(inline, str):
+            texts.append(inline)
+            return 0
+        return sum(_block_parts(inner, texts, skip_ids, costs) for inner in inline)
+    # Reasoning and thinking (their text and signature), redacted thinking (its
+    # data), tool results (their content, string or blocks), tool-use inputs and
+    # function-call arguments, JSON blocks, unknown kinds: every value is sent.
+    fixed = 0
+    for key, value in block.items():
+        if key in _SKIPPED_KEYS or value is None:
+            continue
+        if isinstance(value, str):
+            if value:
+                texts.append(value)
+        elif isinstance(value, list) and key in {"content", "summary"}:
+            fixed += sum(_block_parts(inner, texts, skip_ids, costs) for inner in value)
+        else:
+            texts.append(dumps(value))
+    return fixed
+
+
+def call_text(call: Mapping[str, Any]) -> str:
+    """Return the text a tool call is counted as: its name, JSON arguments and id."""
+    return f"{call['name']} {dumps(call['args'])} {call.get('id') or ''}"
+
+
+def invalid_call_text(bad: Mapping[str, Any]) -> str:
+    """Return the text an invalid tool call is counted as: its name, raw arguments and id."""
+    return f"{bad.get('name') or ''} {bad.get('args') or ''} {bad.get('id') or ''}"
