@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import weakref
-from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,15 +27,31 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_context_pipeline.messages.kinds import (
     CALL_BLOCKS,
     FILE_TOKENS,
-    IMAGE_TOKENS,
     RESULT_BLOCKS,
     RESULT_CONTENT,
     block_kind,
     block_type,
 )
-from langchain_context_pipeline.messages.values import dumps, snapshot
+from langchain_context_pipeline.messages.parts import (
+    block_call_id,
+    block_parts,
+    call_text,
+    invalid_call_text,
+)
+from langchain_context_pipeline.messages.values import snapshot
 
-__all__ = ["Anatomy", "Call", "Result", "build_count", "call_text", "invalid_call_text", "read"]
+__all__ = [
+    "Anatomy",
+    "Call",
+    "Result",
+    "build_count",
+    "call_ids",
+    "call_index",
+    "call_text",
+    "invalid_call_text",
+    "read",
+    "result_text",
+]
 
 _MEMO_SIZE = 50_000
 """Anatomies remembered (the memo is emptied when full, as the Pruner's is)."""
@@ -94,9 +109,9 @@ class Anatomy:
     reasoning: tuple[int, ...]
     """Positions of the reasoning blocks."""
     images: int
-    """Image blocks."""
+    """Image blocks (of the content itself, not inside a tool result)."""
     media: int
-    """Other media blocks counted at their fixed cost (no inline text)."""
+    """Other media blocks of the content counted at their fixed cost (no inline text)."""
     fixed: int
     """The fixed cost of the media blocks."""
     content_texts: tuple[str, ...]
@@ -193,6 +208,39 @@ def read(message: BaseMessage) -> Anatomy:
     return anatomy
 
 
+def _listed_only(message: AIMessage) -> bool:
+    """Whether ``tool_calls`` is the only copy of the calls (string content, the common case)."""
+    return (
+        isinstance(message.content, str)
+        and not message.invalid_tool_calls
+        and not isinstance(message.additional_kwargs.get("tool_calls"), list)
+    )
+
+
+def call_ids(message: AIMessage) -> list[str]:
+    """Return ``read(message).call_ids()``, from ``tool_calls`` alone when they are all.
+
+    With string content, no invalid tool calls and no OpenAI-style raw calls, the
+    ids are those of ``tool_calls`` alone: no anatomy is needed to read them.
+    """
+    if _listed_only(message):
+        ids = [c.get("id") for c in message.tool_calls]
+        return list(dict.fromkeys(i for i in ids if isinstance(i, str) and i))
+    return read(message).call_ids()
+
+
+def call_index(message: AIMessage) -> dict[str, tuple[str, Any]]:
+    """Return ``read(message).call_index()``, from ``tool_calls`` alone when they are all."""
+    if _listed_only(message):
+        found: dict[str, tuple[str, Any]] = {}
+        for call in message.tool_calls:
+            cid = call.get("id")
+            if isinstance(cid, str) and cid and cid not in found:
+                found[cid] = (call["name"], call["args"])
+        return found
+    return read(message).call_index()
+
+
 def _parsed(args: Any) -> Any:
     """Read arguments given as a JSON string."""
     if not isinstance(args, str):
@@ -201,13 +249,6 @@ def _parsed(args: Any) -> Any:
         return json.loads(args)
     except (ValueError, RecursionError):
         return {"arguments": args}
-
-
-def block_call_id(block: dict[str, Any]) -> str:
-    """Return the call id of a tool-call block ("" when it has none)."""
-    id_key = CALL_BLOCKS[block["type"]][0]
-    cid = block.get(id_key) or (block.get("id") if id_key != "id" else None)
-    return cid if isinstance(cid, str) else ""
 
 
 def _block_call(block: dict[str, Any], position: int) -> Call:
@@ -279,7 +320,8 @@ def _build(message: BaseMessage) -> Anatomy:
     reasoning: list[int] = []
     counted: list[str] = []
     costs = [0, 0, 0]  # images, media at a fixed cost, fixed tokens
-    is_ai = isinstance(message, AIMessage)
+    # A ToolMessage is one result (its whole content); an AIMessage answers none.
+    answers = not isinstance(message, (AIMessage, ToolMessage))
     calls = _calls(message) if isinstance(message, AIMessage) else []
     listed = frozenset(
         c.id for c in calls if c.id and c.source in ("tool_calls", "invalid_tool_calls")
@@ -297,14 +339,17 @@ def _build(message: BaseMessage) -> Anatomy:
                     texts.append((position, text))
             elif kind == "reasoning":
                 reasoning.append(position)
-            elif kind == "result" and not is_ai and isinstance(block, dict):
+            elif kind == "result" and answers and isinstance(block, dict):
                 key = RESULT_BLOCKS[block["type"]]
                 cid = block.get(key)
                 if cid:
                     text, others = result_text(block.get(RESULT_CONTENT[block["type"]]))
                     error = block.get("is_error") is True
                     results.append(Result(str(cid), text, error, position, tuple(others)))
-            costs[2] += _block_parts(block, counted, listed, costs)
+            cost = block_parts(block, counted, listed)
+            costs[0] += kind == "image"
+            costs[1] += kind == "media" and cost == FILE_TOKENS
+            costs[2] += cost
     if isinstance(message, ToolMessage):
         text = "\n".join(t for _, t in texts)
         results.append(Result(message.tool_call_id, text, message.status == "error", None))
@@ -323,80 +368,3 @@ def _build(message: BaseMessage) -> Anatomy:
         content_texts=tuple(counted),
         call_texts=tuple(call_texts),
     )
-
-
-# Keys of a block that are bookkeeping, not sent to the model as text.
-_SKIPPED_KEYS = frozenset({"type", "cache_control", "index", "citations", "extras"})
-
-
-def _inline_document_text(block: dict[str, Any]) -> list[Any] | str | None:
-    """Return the inline text of a file block (or its content blocks), if it has any."""
-    text = block.get("text")
-    if isinstance(text, str):
-        return text
-    source = block.get("source")
-    if isinstance(source, dict):
-        if source.get("type") == "text" and isinstance(source.get("data"), str):
-            return str(source["data"])
-        if source.get("type") == "content" and isinstance(source.get("content"), list):
-            return list(source["content"])
-    return None
-
-
-def _block_parts(block: Any, texts: list[str], skip_ids: frozenset[str], costs: list[int]) -> int:
-    """Append the countable texts of one block to ``texts``; return its fixed cost.
-
-    A call block that repeats a ``tool_calls`` entry (``skip_ids``) is skipped
-    (counted once, from ``tool_calls``); results and reasoning (thinking text and
-    signature, redacted data, encrypted content) are counted by every value they
-    send. ``costs`` counts the images and fixed-cost media met.
-    """
-    if isinstance(block, str):
-        texts.append(block)
-        return 0
-    if not isinstance(block, dict):
-        texts.append(dumps(block))  # any value, any depth (a list nested in a result)
-        return 0
-    kind = block_kind(block)
-    if kind in ("text", "plain") and isinstance(block.get("text"), str):
-        texts.append(block["text"])
-        return 0
-    if kind == "image":
-        costs[0] += 1
-        return IMAGE_TOKENS
-    if kind == "call" and block_call_id(block) in skip_ids:
-        return 0  # the same call is counted once, from `tool_calls`
-    if kind == "media":
-        inline = _inline_document_text(block)
-        if inline is None:
-            costs[1] += 1
-            return FILE_TOKENS
-        if isinstance(inline, str):
-            texts.append(inline)
-            return 0
-        return sum(_block_parts(inner, texts, skip_ids, costs) for inner in inline)
-    # Reasoning and thinking (their text and signature), redacted thinking (its
-    # data), tool results (their content, string or blocks), tool-use inputs and
-    # function-call arguments, JSON blocks, unknown kinds: every value is sent.
-    fixed = 0
-    for key, value in block.items():
-        if key in _SKIPPED_KEYS or value is None:
-            continue
-        if isinstance(value, str):
-            if value:
-                texts.append(value)
-        elif isinstance(value, list) and key in {"content", "summary"}:
-            fixed += sum(_block_parts(inner, texts, skip_ids, costs) for inner in value)
-        else:
-            texts.append(dumps(value))
-    return fixed
-
-
-def call_text(call: Mapping[str, Any]) -> str:
-    """Return the text a tool call is counted as: its name, JSON arguments and id."""
-    return f"{call['name']} {dumps(call['args'])} {call.get('id') or ''}"
-
-
-def invalid_call_text(bad: Mapping[str, Any]) -> str:
-    """Return the text an invalid tool call is counted as: its name, raw arguments and id."""
-    return f"{bad.get('name') or ''} {bad.get('args') or ''} {bad.get('id') or ''}"

@@ -36,7 +36,7 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from langchain_context_pipeline.messages import anatomy
+from langchain_context_pipeline.messages import anatomy, parts
 from langchain_context_pipeline.messages.kinds import (
     CALL_BLOCKS,
     REASONING_BLOCKS,
@@ -72,14 +72,14 @@ def block_call_id(block: Any) -> str | None:
     """Return the call id of a tool-call block, or None for any other block."""
     if block_type(block) not in CALL_BLOCKS:
         return None
-    return anatomy.block_call_id(block) or None
+    return parts.block_call_id(block) or None
 
 
 def call_ids(message: BaseMessage) -> list[str]:
     """Return the ids of the tool calls an AIMessage makes, in every format, once each."""
     if not isinstance(message, AIMessage):
         return []
-    return anatomy.read(message).call_ids()
+    return anatomy.call_ids(message)
 
 
 def result_ids(message: BaseMessage) -> list[str]:
@@ -120,7 +120,7 @@ def call_index(message: BaseMessage) -> dict[str, tuple[str, Any]]:
     """
     if not isinstance(message, AIMessage):
         return {}
-    return anatomy.read(message).call_index()
+    return anatomy.call_index(message)
 
 
 def pair_results(messages: Sequence[BaseMessage]) -> dict[int, list[int]]:
@@ -140,7 +140,7 @@ def pair_results(messages: Sequence[BaseMessage]) -> dict[int, list[int]]:
         # A ToolMessage answers and makes no call; an AIMessage makes calls and
         # answers none; any other message with string content does neither.
         if isinstance(message, AIMessage):
-            for cid in anatomy.read(message).call_ids():
+            for cid in anatomy.call_ids(message):
                 open_calls.setdefault(cid, []).append(index)
                 last_call[cid] = index
             continue
