@@ -17,8 +17,11 @@ so an edit in place (``message.content[0]["text"] = ...``,
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import json
 import weakref
+from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -49,6 +52,7 @@ __all__ = [
     "call_index",
     "call_text",
     "invalid_call_text",
+    "one_pass",
     "read",
     "result_text",
 ]
@@ -186,13 +190,43 @@ def _state(message: BaseMessage) -> Any:
     )
 
 
+_pass: contextvars.ContextVar[dict[int, tuple[BaseMessage, Anatomy]] | None] = (
+    contextvars.ContextVar("anatomy_pass", default=None)
+)
+
+
+@contextlib.contextmanager
+def one_pass() -> Iterator[None]:
+    """Within this block, a message read once is not snapshotted again.
+
+    For a pass of the pipeline over messages it never edits (it edits copies):
+    each message's state is compared with the memo's once, at its first read in
+    the pass, instead of at every read. Nested passes share the outer one.
+    """
+    if _pass.get() is not None:
+        yield
+        return
+    token = _pass.set({})
+    try:
+        yield
+    finally:
+        _pass.reset(token)
+
+
 def read(message: BaseMessage) -> Anatomy:
     """Return the anatomy of ``message``, from the memo when it is unchanged."""
     global BUILDS
-    state = _state(message)
     key = id(message)
+    seen = _pass.get()
+    if seen is not None:
+        found = seen.get(key)
+        if found is not None and found[0] is message:
+            return found[1]
+    state = _state(message)
     hit = _memo.get(key)
     if hit is not None and hit.source() is message and hit.state == state:
+        if seen is not None:
+            seen[key] = (message, hit.anatomy)
         return hit.anatomy
     anatomy = _build(message)
     BUILDS += 1
@@ -205,6 +239,8 @@ def read(message: BaseMessage) -> Anatomy:
             _memo.pop(key, None)
 
     _memo[key] = _Entry(weakref.ref(message, forget), state, anatomy)
+    if seen is not None:
+        seen[key] = (message, anatomy)
     return anatomy
 
 

@@ -30,6 +30,7 @@ from langchain_core.runnables import RunnableConfig
 from langchain_context_pipeline.core.runnable import MessagesRunnable
 from langchain_context_pipeline.core.settings import PruneSettings, override
 from langchain_context_pipeline.errors import check_int
+from langchain_context_pipeline.messages.anatomy import one_pass
 from langchain_context_pipeline.messages.blocks import (
     RESULT_BLOCKS,
     RESULT_CONTENT,
@@ -164,6 +165,12 @@ class Pruner(MessagesRunnable):
         Returns a new list (unchanged messages are the caller's own objects) and
         what was changed.
         """
+        with one_pass():
+            return self._prune(messages, where)
+
+    def _prune(
+        self, messages: Sequence[BaseMessage], where: Split
+    ) -> tuple[list[BaseMessage], PruneStats]:
         stats = PruneStats()
         start, stop = where.head_end, where.tail_start
         pairs: dict[int, list[int]] | None = None

@@ -302,3 +302,14 @@ def test_every_reader_agrees_with_the_anatomy(message: BaseMessage) -> None:
     if isinstance(message, AIMessage):
         assert set(call_ids(message)) == {c.id for c in read.calls if c.id}
         assert len(read.call_texts) == len(message.tool_calls) + len(message.invalid_tool_calls)
+
+
+def test_one_pass_reads_each_message_once_and_edits_after_it_are_seen() -> None:
+    message = HumanMessage([{"type": "text", "text": "hi"}])
+    with anatomy.one_pass():
+        first = anatomy.read(message)
+        assert anatomy.read(message) is first
+        with anatomy.one_pass():  # nested: the outer pass
+            assert anatomy.read(message) is first
+    message.content[0]["text"] = "edited"  # type: ignore[index]
+    assert message_text(message) == "edited"
