@@ -254,15 +254,27 @@ def _listed_only(message: AIMessage) -> bool:
 
 
 def call_ids(message: AIMessage) -> list[str]:
-    """Return ``read(message).call_ids()``, from ``tool_calls`` alone when they are all.
+    """Return ``read(message).call_ids()``, read directly from the places calls are.
 
-    With string content, no invalid tool calls and no OpenAI-style raw calls, the
-    ids are those of ``tool_calls`` alone: no anatomy is needed to read them.
+    The ids alone cost less to read than the memo's check (which walks every
+    argument): ``tool_calls``, ``invalid_tool_calls``, call blocks and
+    OpenAI-style raw calls, in the anatomy's order, once each.
     """
     if _listed_only(message):
+        ids: list[Any] = [c.get("id") for c in message.tool_calls]
+    else:
         ids = [c.get("id") for c in message.tool_calls]
-        return list(dict.fromkeys(i for i in ids if isinstance(i, str) and i))
-    return read(message).call_ids()
+        ids += [c.get("id") for c in message.invalid_tool_calls]
+        if not isinstance(message.content, str):
+            ids += [
+                block_call_id(b)
+                for b in message.content
+                if isinstance(b, dict) and block_type(b) in CALL_BLOCKS
+            ]
+        raw = message.additional_kwargs.get("tool_calls")
+        if isinstance(raw, list):
+            ids += [r.get("id") for r in raw if isinstance(r, dict)]
+    return list(dict.fromkeys(i for i in ids if isinstance(i, str) and i))
 
 
 def call_index(message: AIMessage) -> dict[str, tuple[str, Any]]:
@@ -299,13 +311,16 @@ def _block_call(block: dict[str, Any], position: int) -> Call:
     )
 
 
+def _id(value: Any) -> str:
+    """Return a call id as the anatomy holds it: a string, "" for none."""
+    return value if isinstance(value, str) else ""
+
+
 def _calls(message: AIMessage) -> list[Call]:
-    calls = [
-        Call(c.get("id") or "", c["name"], c["args"], "tool_calls") for c in message.tool_calls
-    ]
+    calls = [Call(_id(c.get("id")), c["name"], c["args"], "tool_calls") for c in message.tool_calls]
     for bad in message.invalid_tool_calls:
         calls.append(
-            Call(bad.get("id") or "", bad.get("name") or "", bad.get("args"), "invalid_tool_calls")
+            Call(_id(bad.get("id")), bad.get("name") or "", bad.get("args"), "invalid_tool_calls")
         )
     if not isinstance(message.content, str):
         for position, block in enumerate(message.content):
