@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
-import json
 import weakref
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -40,6 +39,8 @@ from langchain_context_pipeline.messages.parts import (
     block_parts,
     call_text,
     invalid_call_text,
+    parsed_arguments,
+    result_text,
 )
 from langchain_context_pipeline.messages.values import snapshot
 
@@ -289,23 +290,13 @@ def call_index(message: AIMessage) -> dict[str, tuple[str, Any]]:
     return read(message).call_index()
 
 
-def _parsed(args: Any) -> Any:
-    """Read arguments given as a JSON string."""
-    if not isinstance(args, str):
-        return args
-    try:
-        return json.loads(args)
-    except (ValueError, RecursionError):
-        return {"arguments": args}
-
-
 def _block_call(block: dict[str, Any], position: int) -> Call:
     args_key = CALL_BLOCKS[block["type"]][1]
     name = block.get("name")
     return Call(
         block_call_id(block),
         name if isinstance(name, str) and name else "tool",
-        _parsed(block.get(args_key, {})),
+        parsed_arguments(block.get(args_key, {})),
         "block",
         position,
     )
@@ -338,29 +329,11 @@ def _calls(message: AIMessage) -> list[Call]:
                 Call(
                     cid if isinstance(cid, str) else "",
                     name if isinstance(name, str) and name else "tool",
-                    _parsed(fn.get("arguments", {})),
+                    parsed_arguments(fn.get("arguments", {})),
                     "additional_kwargs",
                 )
             )
     return calls
-
-
-def result_text(value: Any) -> tuple[str, list[Any]]:
-    """Return the text of a tool result's value and its other parts (see ``result_parts``)."""
-    if value is None or isinstance(value, str):
-        return value or "", []
-    if not isinstance(value, list):
-        return "", [value]
-    texts: list[str] = []
-    others: list[Any] = []
-    for part in value:
-        if isinstance(part, str):
-            texts.append(part)
-        elif block_type(part) == "text" and isinstance(part.get("text"), str):
-            texts.append(part["text"])
-        else:
-            others.append(part)
-    return "\n".join(texts), others
 
 
 def _build(message: BaseMessage) -> Anatomy:

@@ -6,6 +6,7 @@ everything else asks the anatomy.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -14,10 +15,18 @@ from langchain_context_pipeline.messages.kinds import (
     FILE_TOKENS,
     IMAGE_TOKENS,
     block_kind,
+    block_type,
 )
 from langchain_context_pipeline.messages.values import dumps
 
-__all__ = ["block_call_id", "block_parts", "call_text", "invalid_call_text"]
+__all__ = [
+    "block_call_id",
+    "block_parts",
+    "call_text",
+    "invalid_call_text",
+    "parsed_arguments",
+    "result_text",
+]
 
 
 def block_call_id(block: dict[str, Any]) -> str:
@@ -100,3 +109,31 @@ def call_text(call: Mapping[str, Any]) -> str:
 def invalid_call_text(bad: Mapping[str, Any]) -> str:
     """Return the text an invalid tool call is counted as: its name, raw arguments and id."""
     return f"{bad.get('name') or ''} {bad.get('args') or ''} {bad.get('id') or ''}"
+
+
+def parsed_arguments(args: Any) -> Any:
+    """Read arguments given as a JSON string."""
+    if not isinstance(args, str):
+        return args
+    try:
+        return json.loads(args)
+    except (ValueError, RecursionError):
+        return {"arguments": args}
+
+
+def result_text(value: Any) -> tuple[str, list[Any]]:
+    """Return the text of a tool result's value and its other parts (see ``result_parts``)."""
+    if value is None or isinstance(value, str):
+        return value or "", []
+    if not isinstance(value, list):
+        return "", [value]
+    texts: list[str] = []
+    others: list[Any] = []
+    for part in value:
+        if isinstance(part, str):
+            texts.append(part)
+        elif block_type(part) == "text" and isinstance(part.get("text"), str):
+            texts.append(part["text"])
+        else:
+            others.append(part)
+    return "\n".join(texts), others
