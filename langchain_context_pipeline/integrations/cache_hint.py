@@ -23,6 +23,8 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage
 
+from langchain_context_pipeline.messages.kinds import MARKABLE_BLOCKS
+
 __all__ = [
     "CACHE_CONTROL",
     "MAX_BREAKPOINTS",
@@ -36,8 +38,6 @@ CACHE_CONTROL: dict[str, str] = {"type": "ephemeral"}
 
 MAX_BREAKPOINTS = 4
 """Anthropic accepts at most this many ``cache_control`` breakpoints per request."""
-
-_MARKABLE = frozenset({"text", "image", "document", "tool_result", "tool_use", "search_result"})
 
 
 def _blocks_marked(content: Any) -> int:
@@ -88,7 +88,7 @@ def _marked(message: BaseMessage, cache_control: Mapping[str, Any]) -> BaseMessa
         if not last:
             return None
         blocks[-1] = {"type": "text", "text": last, "cache_control": dict(cache_control)}
-    elif isinstance(last, Mapping) and last.get("type") in _MARKABLE:
+    elif isinstance(last, Mapping) and last.get("type") in MARKABLE_BLOCKS:
         blocks[-1] = {**last, "cache_control": dict(cache_control)}
     else:  # thinking blocks and the like take no breakpoint
         return None

@@ -36,29 +36,31 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-CALL_BLOCKS: dict[str, tuple[str, str]] = {
-    "tool_use": ("id", "input"),
-    "tool_call": ("id", "args"),
-    "function_call": ("call_id", "arguments"),
-}
-"""Content blocks that carry a tool call: type -> (id key, arguments key)."""
+from langchain_context_pipeline.messages import anatomy, parts
+from langchain_context_pipeline.messages.kinds import (
+    CALL_BLOCKS,
+    REASONING_BLOCKS,
+    RESULT_BLOCKS,
+    RESULT_CONTENT,
+    block_type,
+)
 
-RESULT_BLOCKS: dict[str, str] = {"tool_result": "tool_use_id", "function_call_output": "call_id"}
-"""Content blocks that carry a tool result: type -> key of the call id they answer."""
-
-RESULT_CONTENT: dict[str, str] = {"tool_result": "content", "function_call_output": "output"}
-"""Content blocks that carry a tool result: type -> key of the result itself."""
-
-REASONING_BLOCKS = frozenset({"thinking", "redacted_thinking", "reasoning"})
-"""Content blocks of model reasoning, kept whole or dropped whole, never edited."""
-
-
-def block_type(block: Any) -> str | None:
-    """Return a content block's ``type``, or None for a string or a non-dict."""
-    if isinstance(block, dict):
-        kind = block.get("type")
-        return kind if isinstance(kind, str) else None
-    return None
+__all__ = [
+    "CALL_BLOCKS",
+    "REASONING_BLOCKS",
+    "RESULT_BLOCKS",
+    "RESULT_CONTENT",
+    "block_call_id",
+    "block_type",
+    "call_ids",
+    "call_index",
+    "cut_call_arguments",
+    "is_reasoning",
+    "pair_results",
+    "paired_call",
+    "result_ids",
+    "result_parts",
+]
 
 
 def is_reasoning(block: Any) -> bool:
@@ -68,34 +70,16 @@ def is_reasoning(block: Any) -> bool:
 
 def block_call_id(block: Any) -> str | None:
     """Return the call id of a tool-call block, or None for any other block."""
-    kind = block_type(block)
-    if kind not in CALL_BLOCKS:
+    if block_type(block) not in CALL_BLOCKS:
         return None
-    key = CALL_BLOCKS[kind][0]
-    value = block.get(key) or (block.get("id") if key != "id" else None)
-    return value if isinstance(value, str) and value else None
-
-
-def _unique(ids: Sequence[Any]) -> list[str]:
-    seen: dict[str, None] = {}
-    for value in ids:
-        if isinstance(value, str) and value:
-            seen.setdefault(value, None)
-    return list(seen)
+    return parts.block_call_id(block) or None
 
 
 def call_ids(message: BaseMessage) -> list[str]:
     """Return the ids of the tool calls an AIMessage makes, in every format, once each."""
     if not isinstance(message, AIMessage):
         return []
-    ids: list[Any] = [c.get("id") for c in message.tool_calls]
-    ids += [c.get("id") for c in message.invalid_tool_calls]
-    if not isinstance(message.content, str):
-        ids += [block_call_id(b) for b in message.content]
-    raw = message.additional_kwargs.get("tool_calls")
-    if isinstance(raw, list):
-        ids += [r.get("id") for r in raw if isinstance(r, dict)]
-    return _unique(ids)
+    return anatomy.call_ids(message)
 
 
 def result_ids(message: BaseMessage) -> list[str]:
@@ -104,16 +88,14 @@ def result_ids(message: BaseMessage) -> list[str]:
     A ``ToolMessage`` answers its ``tool_call_id``; any other message that is not an
     AIMessage answers the calls of its ``tool_result`` / ``function_call_output`` blocks.
     """
-    if isinstance(message, ToolMessage):
-        return _unique([message.tool_call_id])
-    if isinstance(message, AIMessage) or isinstance(message.content, str):
+    if isinstance(message, AIMessage):
         return []
-    ids: list[Any] = []
-    for block in message.content:
-        kind = block_type(block)
-        if isinstance(block, dict) and kind in RESULT_BLOCKS:
-            ids.append(block.get(RESULT_BLOCKS[kind]))
-    return _unique(ids)
+    if isinstance(message, ToolMessage):
+        cid = message.tool_call_id
+        return [cid] if isinstance(cid, str) and cid else []
+    if isinstance(message.content, str):
+        return []
+    return anatomy.read(message).result_ids()
 
 
 def result_parts(block: Any) -> tuple[str, list[Any]]:
@@ -126,21 +108,7 @@ def result_parts(block: Any) -> tuple[str, list[Any]]:
     kind = block_type(block)
     if kind not in RESULT_CONTENT:
         return "", []
-    value = block.get(RESULT_CONTENT[kind])
-    if value is None or isinstance(value, str):
-        return value or "", []
-    if not isinstance(value, list):
-        return "", [value]
-    texts: list[str] = []
-    others: list[Any] = []
-    for part in value:
-        if isinstance(part, str):
-            texts.append(part)
-        elif block_type(part) == "text" and isinstance(part.get("text"), str):
-            texts.append(part["text"])
-        else:
-            others.append(part)
-    return "\n".join(texts), others
+    return anatomy.result_text(block.get(RESULT_CONTENT[kind]))
 
 
 def call_index(message: BaseMessage) -> dict[str, tuple[str, Any]]:
@@ -148,39 +116,22 @@ def call_index(message: BaseMessage) -> dict[str, tuple[str, Any]]:
 
     ``tool_calls`` first, then the calls only a content block carries (Anthropic
     ``tool_use``, Responses ``function_call`` with its JSON ``arguments`` read,
-    v1 ``tool_call``).
+    v1 ``tool_call``) or only OpenAI-style ``additional_kwargs["tool_calls"]`` does.
     """
     if not isinstance(message, AIMessage):
         return {}
-    found: dict[str, tuple[str, Any]] = {}
-    for call in message.tool_calls:
-        if call.get("id"):
-            found[call["id"] or ""] = (call["name"], call["args"])
-    if isinstance(message.content, str):
-        return found
-    for block in message.content:
-        cid = block_call_id(block)
-        if cid is None or cid in found or not isinstance(block, dict):
-            continue
-        args: Any = block.get(CALL_BLOCKS[block["type"]][1], {})
-        if isinstance(args, str):
-            try:
-                args = json.loads(args)
-            except (ValueError, RecursionError):
-                args = {"arguments": args}
-        name = block.get("name")
-        found[cid] = (name if isinstance(name, str) and name else "tool", args)
-    return found
+    return anatomy.call_index(message)
 
 
 def pair_results(messages: Sequence[BaseMessage]) -> dict[int, list[int]]:
     """Map each message that answers a call to the index of the message making that call.
 
-    Each result goes to the *nearest preceding open* call of its id, so a server
-    that reuses an id (say ``"0"``) across turns pairs every result with its own
-    call; a second result for an answered call goes with that call (it cannot be
-    sent without it). Returns ``{result index: [call message indices]}``; a result
-    whose call is absent maps to nothing.
+    The package's one pairing rule. Each result goes to the *nearest preceding
+    open* call of its id, so a server that reuses an id (say ``"0"``) across turns
+    pairs every result with its own call; a second result for an answered call
+    goes with that call (it cannot be sent without it). Returns
+    ``{result index: [call message indices]}``; a result whose call is absent maps
+    to nothing.
     """
     open_calls: dict[str, list[int]] = {}
     last_call: dict[str, int] = {}
@@ -189,44 +140,36 @@ def pair_results(messages: Sequence[BaseMessage]) -> dict[int, list[int]]:
         # A ToolMessage answers and makes no call; an AIMessage makes calls and
         # answers none; any other message with string content does neither.
         if isinstance(message, AIMessage):
-            answers: list[str] = []
-        elif isinstance(message, ToolMessage):
-            cid = message.tool_call_id
-            answers = [cid] if isinstance(cid, str) and cid else []
-        elif isinstance(message.content, str):
+            for cid in anatomy.call_ids(message):
+                open_calls.setdefault(cid, []).append(index)
+                last_call[cid] = index
             continue
-        else:
-            answers = result_ids(message)
-        for cid in answers:
+        if not isinstance(message, ToolMessage) and isinstance(message.content, str):
+            continue
+        for cid in result_ids(message):
             stack = open_calls.get(cid)
             start = stack.pop() if stack else last_call.get(cid)
             if start is not None:
                 pairs.setdefault(index, []).append(start)
-        if isinstance(message, AIMessage):
-            for cid in _listed_call_ids(message):
-                open_calls.setdefault(cid, []).append(index)
-                last_call[cid] = index
     return pairs
 
 
-def _listed_call_ids(message: AIMessage) -> list[str]:
-    """Return :func:`call_ids` of an AIMessage, reading only ``tool_calls`` when it can.
+def paired_call(
+    messages: Sequence[BaseMessage], index: int, pairs: dict[int, list[int]] | None = None
+) -> dict[str, tuple[str, Any]]:
+    """Return ``{call id: (name, args)}`` of the calls the message at ``index`` answers.
 
-    With string content, no invalid tool calls and no OpenAI-style raw calls (the
-    common case), the ids are those of ``tool_calls`` alone.
+    The calls are those :func:`pair_results` pairs it with (pass ``pairs`` when
+    already computed); an id whose call is absent is not in the result.
     """
-    calls = message.tool_calls
-    if (
-        isinstance(message.content, str)
-        and not message.invalid_tool_calls
-        and not isinstance(message.additional_kwargs.get("tool_calls"), list)
-    ):
-        if not calls:
-            return []
-        if len(calls) == 1:
-            cid = calls[0].get("id")
-            return [cid] if isinstance(cid, str) and cid else []
-    return call_ids(message)
+    pairs = pair_results(messages) if pairs is None else pairs
+    wanted = set(result_ids(messages[index]))
+    found: dict[str, tuple[str, Any]] = {}
+    for start in pairs.get(index, ()):
+        for cid, call in call_index(messages[start]).items():
+            if cid in wanted:
+                found.setdefault(cid, call)
+    return found
 
 
 def _cut_arguments(value: Any, cut: Callable[[Any], Any]) -> Any:

@@ -19,7 +19,8 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from langchain_context_pipeline.messages.blocks import RESULT_CONTENT, block_type, result_parts
+from langchain_context_pipeline.messages.anatomy import read
+from langchain_context_pipeline.messages.blocks import pair_results, paired_call
 from langchain_context_pipeline.messages.marks import METADATA_KEY, pipeline_kind
 from langchain_context_pipeline.messages.values import dumps
 from langchain_context_pipeline.tokens.counters import message_text
@@ -134,7 +135,7 @@ def written_text(message: BaseMessage) -> str:
     """
     text = message_text(message)
     if not isinstance(message.content, str):
-        results = [result_parts(b)[0] for b in message.content if block_type(b) in RESULT_CONTENT]
+        results = [r.text for r in read(message).results if r.position is not None]
         text = "\n".join([text, *results]) if results else text
     if isinstance(message, AIMessage) and (message.tool_calls or message.invalid_tool_calls):
         calls: list[Any] = [c["args"] for c in message.tool_calls]
@@ -218,15 +219,23 @@ class RefIndex:
 
 
 def call_of(message: BaseMessage, messages: Iterable[BaseMessage]) -> dict[str, Any] | None:
-    """Return ``{"name", "args"}`` of the tool call a ToolMessage answers, if found."""
+    """Return ``{"name", "args"}`` of the tool call a ToolMessage answers, if found.
+
+    The call is the one :func:`~langchain_context_pipeline.messages.blocks.pair_results`
+    pairs ``message`` with in ``messages`` (the nearest preceding open call of its
+    id, so a reused id names its own call); a ``message`` that is not one of
+    ``messages`` is paired as if it came after them.
+    """
     if not isinstance(message, ToolMessage):
         return None
-    for other in messages:
-        if isinstance(other, AIMessage):
-            for call in other.tool_calls:
-                if call.get("id") == message.tool_call_id:
-                    return {"name": call["name"], "args": call["args"]}
-    return None
+    history = list(messages)
+    index = next((i for i, m in enumerate(history) if m is message), None)
+    if index is None:
+        history.append(message)
+        index = len(history) - 1
+    history = history[: index + 1]
+    found = paired_call(history, index, pair_results(history)).get(message.tool_call_id)
+    return None if found is None else {"name": found[0], "args": found[1]}
 
 
 def _body(message: BaseMessage) -> str:
@@ -235,8 +244,10 @@ def _body(message: BaseMessage) -> str:
     if isinstance(content, str):
         text = content
     else:
-        others = [b for b in content if not (isinstance(b, dict) and b.get("type") == "text")]
-        text = message_text(message)
+        anatomy = read(message)
+        texts = anatomy.text_positions
+        others = [b for i, b in enumerate(content) if i not in texts]
+        text = anatomy.text
         if others:
             extra = dumps(others)
             text = f"{text}\n[content blocks] {extra}" if text else f"[content blocks] {extra}"

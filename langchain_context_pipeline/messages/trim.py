@@ -11,7 +11,14 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from langchain_context_pipeline.messages.anatomy import read
 from langchain_context_pipeline.messages.blocks import cut_call_arguments
+from langchain_context_pipeline.messages.kinds import (
+    RESULT_BLOCKS,
+    RESULT_CONTENT,
+    block_kind,
+    block_type,
+)
 from langchain_context_pipeline.messages.values import entries, key_text
 
 
@@ -145,7 +152,8 @@ def cut_json(value: Any, limit: int, ref: str = "") -> Any:
 def replace_text(message: BaseMessage, text: str) -> Any:
     """Return the message's content with its text replaced by ``text``.
 
-    String content becomes ``text``; in block content the first text block takes
+    String content becomes ``text``; in block content the first text block (any
+    text kind: ``text``, ``input_text``, ``output_text``, a bare string) takes
     ``text`` (keeping its other keys: a Responses ``id`` and ``annotations``,
     Anthropic ``citations``), the other text blocks go, and non-text blocks
     (images, tool calls, reasoning) stay where they were.
@@ -153,19 +161,47 @@ def replace_text(message: BaseMessage, text: str) -> Any:
     content = message.content
     if isinstance(content, str):
         return text
+    texts = read(message).text_positions
     out: list[Any] = []
     placed = False
-    for block in content:
-        is_text = isinstance(block, str) or (
-            isinstance(block, dict) and block.get("type") == "text"
-        )
-        if not is_text:
+    for position, block in enumerate(content):
+        if position not in texts:
             out.append(block)
         elif not placed:
             out.append({**block, "text": text} if isinstance(block, dict) else text)
             placed = True
     if not placed:
         out.insert(0, {"type": "text", "text": text})
+    return out
+
+
+def slim_blocks(content: list[Any], drop_reasoning: bool, ref: str = "") -> list[Any]:
+    """Return block content with bulky blocks replaced by one-line markers.
+
+    Text blocks and tool-call blocks stay (the text is cut by the caller, the
+    arguments by :func:`with_cut_args`); a tool result keeps its id with a marker
+    for its content; reasoning blocks stay whole, or go whole with
+    ``drop_reasoning`` (see :mod:`~langchain_context_pipeline.messages.blocks` for
+    what providers accept). With ``ref``, each marker names the original.
+    """
+    named = f" ref={ref}" if ref else ""
+    out: list[Any] = []
+    for block in content:
+        kind = block_kind(block)
+        if kind in ("text", "call"):
+            out.append(block)
+        elif kind == "reasoning":
+            if not drop_reasoning:
+                out.append(block)
+        elif kind == "result" and isinstance(block, dict):
+            name = block["type"]
+            slim = {k: v for k, v in block.items() if k in ("type", RESULT_BLOCKS[name])}
+            out.append(
+                {**slim, RESULT_CONTENT[name]: f"[result cut to fit the context window{named}]"}
+            )
+        else:
+            label = block_type(block) or "block"
+            out.append({"type": "text", "text": f"[{label} cut to fit the context window{named}]"})
     return out
 
 

@@ -12,20 +12,14 @@ from typing import Any, NamedTuple
 
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
-from langchain_context_pipeline.messages.blocks import (
-    RESULT_BLOCKS,
-    block_type,
-    call_index,
-    pair_results,
-    result_ids,
-    result_parts,
-)
+from langchain_context_pipeline.messages.anatomy import read
+from langchain_context_pipeline.messages.blocks import pair_results, result_ids
 from langchain_context_pipeline.messages.marks import pipeline_kind
 from langchain_context_pipeline.messages.references import format_ref, message_ref
 from langchain_context_pipeline.stages.briefs import BriefFunction, brief_for, call_target, shorten
 from langchain_context_pipeline.tokens.counters import message_text
 
-__all__ = ["DIGEST", "build_digest", "build_index"]
+__all__ = ["DIGEST", "answered_by", "build_digest", "build_index"]
 
 
 class _Digest:
@@ -80,23 +74,13 @@ def tool_parts(message: BaseMessage) -> Iterator[ToolCall | ToolResult]:
         for call in message.tool_calls:
             if not call.get("id"):
                 yield ToolCall("", call["name"], call["args"])
-        for cid, (name, args) in call_index(message).items():
+        for cid, (name, args) in read(message).call_index().items():
             yield ToolCall(cid, name, args)
         return
-    if isinstance(message, ToolMessage):
-        yield ToolResult(message.tool_call_id, message_text(message), message.status == "error", 0)
+    if not isinstance(message, ToolMessage) and isinstance(message.content, str):
         return
-    if isinstance(message.content, str):
-        return
-    for block in message.content:
-        kind = block_type(block)
-        if not isinstance(block, dict) or kind not in RESULT_BLOCKS:
-            continue
-        if not block.get(RESULT_BLOCKS[kind]):
-            continue
-        text, others = result_parts(block)
-        error = block.get("is_error") is True
-        yield ToolResult(str(block[RESULT_BLOCKS[kind]]), text, error, len(others))
+    for result in read(message).results:
+        yield ToolResult(result.call_id, result.text, result.is_error, len(result.others))
 
 
 def _calls(message: BaseMessage) -> list[ToolCall]:
@@ -106,11 +90,7 @@ def _calls(message: BaseMessage) -> list[ToolCall]:
 
 def _result_texts(message: BaseMessage) -> dict[str, str]:
     """Return ``{call id: result text}`` of what ``message`` answers, in every format."""
-    found: dict[str, str] = {}
-    for part in tool_parts(message):
-        if isinstance(part, ToolResult):
-            found[part.id] = part.text
-    return found
+    return {result.call_id: result.text for result in read(message).results}
 
 
 def _tool_lines(
@@ -180,11 +160,25 @@ def build_index(middle: Sequence[BaseMessage], max_chars: int, *, what: str = "c
     paths, commands and requests of condensed turns stay findable whatever the
     model wrote. The newest entries are kept first when not all fit.
     """
-    results = {cid: m for m in middle for cid in result_ids(m)}
+    answered = answered_by(middle)
     newest: dict[str, str] = {}
-    for message in middle:
-        add_entries(newest, index_entries(message, results))
+    for position, message in enumerate(middle):
+        add_entries(newest, index_entries(message, answered.get(position, {})))
     return render_index(newest, max_chars, what=what)
+
+
+def answered_by(messages: Sequence[BaseMessage]) -> dict[int, dict[str, BaseMessage]]:
+    """Return ``{call message index: {call id: result message}}``, by :func:`pair_results`.
+
+    Each call's entry names the result paired with it, so a reused id names its
+    own result, not the last one of that id.
+    """
+    answered: dict[int, dict[str, BaseMessage]] = {}
+    for index, starts in pair_results(messages).items():
+        for cid in result_ids(messages[index]):
+            for start in starts:
+                answered.setdefault(start, {}).setdefault(cid, messages[index])
+    return answered
 
 
 def index_entries(

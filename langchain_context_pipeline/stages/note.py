@@ -16,11 +16,11 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
-from langchain_context_pipeline.messages.blocks import result_ids
 from langchain_context_pipeline.messages.marks import pipeline_mark
 from langchain_context_pipeline.messages.references import format_ref, span_ref
 from langchain_context_pipeline.stages.digest import (
     add_entries,
+    answered_by,
     build_index,
     index_entries,
     render_index,
@@ -130,9 +130,9 @@ class NotePricer:
             self._first = self._first or unit[0]
             self._last = unit[-1]
             self._count += len(unit)
-            results = {cid: m for m in unit for cid in result_ids(m)}
-            for message in unit:
-                add_entries(self._newest, index_entries(message, results))
+            answered = answered_by(unit)
+            for position, message in enumerate(unit):
+                add_entries(self._newest, index_entries(message, answered.get(position, {})))
         self._upto = max(self._upto, drop)
         if self._first is None or self._last is None:
             return 0

@@ -30,15 +30,17 @@ from langchain_core.runnables import RunnableConfig
 from langchain_context_pipeline.core.runnable import MessagesRunnable
 from langchain_context_pipeline.core.settings import PruneSettings, override
 from langchain_context_pipeline.errors import check_int
+from langchain_context_pipeline.messages.anatomy import one_pass
 from langchain_context_pipeline.messages.blocks import (
     RESULT_BLOCKS,
     RESULT_CONTENT,
     block_type,
-    call_index,
+    pair_results,
+    paired_call,
     result_ids,
     result_parts,
 )
-from langchain_context_pipeline.messages.countable import _IMAGE_BLOCK_TYPES
+from langchain_context_pipeline.messages.kinds import IMAGE_BLOCKS
 from langchain_context_pipeline.messages.marks import METADATA_KEY
 from langchain_context_pipeline.messages.references import format_ref, message_ref
 from langchain_context_pipeline.messages.snapshot import message_snapshot
@@ -167,15 +169,24 @@ class Pruner(MessagesRunnable):
         ``sum_stats(each[:t])`` (the pipeline prices every prune boundary from one
         pass). ``each[i]`` is None for a message pruning could not change.
         """
+        with one_pass():
+            return self._prune_each(messages, where)
+
+    def _prune_each(
+        self, messages: Sequence[BaseMessage], where: Split
+    ) -> tuple[list[BaseMessage], list[PruneStats | None]]:
         start, stop = where.head_end, where.tail_start
-        calls: dict[str, tuple[str, Any]] = {}
+        pairs: dict[int, list[int]] | None = None
         out: list[BaseMessage] = []
         each: list[PruneStats | None] = []
         for index, message in enumerate(messages):
-            if isinstance(message, AIMessage):
-                calls.update(call_index(message))
             own: PruneStats | None = None
             if start <= index < stop and index not in where.systems and self._may_change(message):
+                # Each result is briefed from the call pair_results pairs it with.
+                calls: dict[str, tuple[str, Any]] = {}
+                if not isinstance(message, AIMessage):
+                    pairs = pair_results(messages) if pairs is None else pairs
+                    calls = paired_call(messages, index, pairs)
                 own = PruneStats()
                 message = self._prune_remembered(message, calls, own)
             out.append(message)
@@ -316,8 +327,8 @@ class Pruner(MessagesRunnable):
                 blocks.append(block)
                 continue
             text, others = result_parts(block)
-            images = sum(1 for b in others if block_type(b) in _IMAGE_BLOCK_TYPES)
-            rest = [b for b in others if block_type(b) not in _IMAGE_BLOCK_TYPES]
+            images = sum(1 for b in others if block_type(b) in IMAGE_BLOCKS)
+            rest = [b for b in others if block_type(b) not in IMAGE_BLOCKS]
             size = len(text) + images * IMAGE_TOKENS * 4
             if rest:
                 size += len(dumps(rest))

@@ -29,22 +29,14 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage
 
 from langchain_context_pipeline.errors import BudgetError, check_int
-from langchain_context_pipeline.messages.blocks import (
-    CALL_BLOCKS,
-    REASONING_BLOCKS,
-    RESULT_BLOCKS,
-    RESULT_CONTENT,
-    block_type,
-    call_ids,
-    is_reasoning,
-    result_ids,
-)
+from langchain_context_pipeline.messages.blocks import call_ids, is_reasoning, result_ids
 from langchain_context_pipeline.messages.coerce import coerce_messages
 from langchain_context_pipeline.messages.marks import pipeline_kind
-from langchain_context_pipeline.messages.references import format_ref, message_ref
+from langchain_context_pipeline.messages.references import message_ref
 from langchain_context_pipeline.messages.trim import (
     cut_middle,
     replace_text,
+    slim_blocks,
     with_cut_args,
     without_args,
 )
@@ -67,35 +59,6 @@ __all__ = [
 logger = logging.getLogger("langchain_context_pipeline")
 
 
-def _slim_blocks(content: list[Any], drop_reasoning: bool, ref: str = "") -> list[Any]:
-    """Return block content with bulky blocks replaced by one-line markers.
-
-    Text blocks and tool-call blocks stay (the text is cut by the caller, the
-    arguments by :func:`with_cut_args`); a tool result keeps its id with a marker
-    for its content; reasoning blocks stay whole, or go whole with
-    ``drop_reasoning`` (see :mod:`._blocks` for what providers accept).
-    """
-    named = f" {format_ref(ref)}" if ref else ""
-    out: list[Any] = []
-    for block in content:
-        kind = block_type(block)
-        if isinstance(block, str) or kind == "text" or kind in CALL_BLOCKS:
-            out.append(block)
-        elif kind in REASONING_BLOCKS:
-            if not drop_reasoning:
-                out.append(block)
-        elif kind in RESULT_BLOCKS:
-            key = RESULT_CONTENT[kind]
-            slim = {k: v for k, v in block.items() if k in ("type", RESULT_BLOCKS[kind])}
-            out.append({**slim, key: f"[result cut to fit the context window{named}]"})
-        else:
-            out.append(
-                {
-                    "type": "text",
-                    "text": f"[{kind or 'block'} cut to fit the context window{named}]",
-                }
-            )
-    return out
 
 
 def _chars_for(tokens: int, base: BaseMessage, text: str, meter: Meter) -> int:
@@ -138,7 +101,7 @@ def _cut_down(message: BaseMessage, excess: int, meter: Meter, drop_reasoning: b
     base = message
     if not isinstance(message.content, str):
         base = message.model_copy(
-            update={"content": _slim_blocks(message.content, drop_reasoning, ref)}
+            update={"content": slim_blocks(message.content, drop_reasoning, ref)}
         )
     if base is not message and meter.one(base) <= target:
         return base

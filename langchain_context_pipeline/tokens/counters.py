@@ -34,9 +34,9 @@ from typing import Any, Protocol, runtime_checkable
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from langchain_context_pipeline.messages.anatomy import read
 from langchain_context_pipeline.messages.blocks import call_ids
 from langchain_context_pipeline.messages.countable import (
-    _IMAGE_BLOCK_TYPES,
     FILE_TOKENS,
     IMAGE_TOKENS,
     call_text,
@@ -86,29 +86,24 @@ def tool_call_ids(message: BaseMessage) -> list[str]:
 
 
 def message_text(message: BaseMessage) -> str:
-    """Return the plain text of a message: its string content or its text blocks joined."""
+    """Return the plain text of a message: its string content or its text blocks joined.
+
+    Text blocks are every prose kind (``text``, Responses ``input_text`` and
+    ``output_text``, bare strings), as the message's anatomy reads them.
+    """
     # Not ``BaseMessage.text``: it joins text blocks with no separator, so two blocks
     # ("ok", "done") would read as "okdone" in briefs, cuts and the summarizer's transcript.
     content = message.content
     if isinstance(content, str):
         return content
-    parts: list[str] = []
-    for block in content:
-        if isinstance(block, str):
-            parts.append(block)
-        elif isinstance(block, dict) and block.get("type") == "text":
-            text = block.get("text")
-            if isinstance(text, str):
-                parts.append(text)
-    return "\n".join(parts)
+    return read(message).text
 
 
 def count_images(message: BaseMessage) -> int:
     """Return how many image blocks a message's content holds."""
-    content = message.content
-    if isinstance(content, str):
+    if isinstance(message.content, str):
         return 0
-    return sum(1 for b in content if isinstance(b, dict) and b.get("type") in _IMAGE_BLOCK_TYPES)
+    return read(message).images
 
 
 def estimate_message_tokens(message: BaseMessage) -> int:

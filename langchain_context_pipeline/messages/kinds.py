@@ -1,0 +1,103 @@
+"""The one table of content-block kinds: what a block's ``type`` says it is.
+
+Every reader and writer of the package asks this table (through
+:func:`block_kind` or the named sets below), so a block is the same kind
+everywhere: an OpenAI Responses ``output_text`` block is text to the counter, to
+:func:`~langchain_context_pipeline.tokens.counters.message_text`, to the Pruner's
+cut and to hard truncation alike.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+__all__ = [
+    "BLOCK_KINDS",
+    "CALL_BLOCKS",
+    "FILE_TOKENS",
+    "IMAGE_BLOCKS",
+    "IMAGE_TOKENS",
+    "MARKABLE_BLOCKS",
+    "MEDIA_BLOCKS",
+    "REASONING_BLOCKS",
+    "RESULT_BLOCKS",
+    "RESULT_CONTENT",
+    "TEXT_BLOCKS",
+    "Kind",
+    "block_kind",
+    "block_type",
+]
+
+Kind = Literal["text", "plain", "image", "media", "call", "result", "reasoning"]
+"""What a block is: prose text, a plain-text document, an image, other media, a
+tool call, a tool result, model reasoning."""
+
+CALL_BLOCKS: dict[str, tuple[str, str]] = {
+    "tool_use": ("id", "input"),
+    "tool_call": ("id", "args"),
+    "function_call": ("call_id", "arguments"),
+}
+"""Content blocks that carry a tool call: type -> (id key, arguments key)."""
+
+RESULT_BLOCKS: dict[str, str] = {"tool_result": "tool_use_id", "function_call_output": "call_id"}
+"""Content blocks that carry a tool result: type -> key of the call id they answer."""
+
+RESULT_CONTENT: dict[str, str] = {"tool_result": "content", "function_call_output": "output"}
+"""Content blocks that carry a tool result: type -> key of the result itself."""
+
+REASONING_BLOCKS = frozenset({"thinking", "redacted_thinking", "reasoning"})
+"""Content blocks of model reasoning, kept whole or dropped whole, never edited."""
+
+TEXT_BLOCKS = frozenset({"text", "input_text", "output_text"})
+"""Content blocks of prose text (LangChain/Anthropic ``text``, Responses
+``input_text`` and ``output_text``): their ``text`` is the message's text."""
+
+IMAGE_BLOCKS = frozenset({"image", "image_url", "input_image"})
+"""Content blocks of an image, charged :data:`IMAGE_TOKENS` each."""
+
+MEDIA_BLOCKS = frozenset(
+    {"file", "input_file", "document", "audio", "input_audio", "video", "media"}
+)
+"""Content blocks of other media: counted by their inline text, else :data:`FILE_TOKENS`."""
+
+MARKABLE_BLOCKS = frozenset(
+    {"text", "image", "document", "tool_result", "tool_use", "search_result"}
+)
+"""The blocks Anthropic accepts a ``cache_control`` breakpoint on."""
+
+BLOCK_KINDS: dict[str, Kind] = {
+    **dict.fromkeys(TEXT_BLOCKS, "text"),
+    "text-plain": "plain",
+    **dict.fromkeys(IMAGE_BLOCKS, "image"),
+    **dict.fromkeys(MEDIA_BLOCKS, "media"),
+    **dict.fromkeys(CALL_BLOCKS, "call"),
+    **dict.fromkeys(RESULT_BLOCKS, "result"),
+    **dict.fromkeys(REASONING_BLOCKS, "reasoning"),
+}
+"""Every known block ``type`` and its :data:`Kind`; a type not here is unknown."""
+
+IMAGE_TOKENS = 1600
+"""Tokens charged for one image block, whatever its size."""
+
+FILE_TOKENS = 3000
+"""Tokens charged for one binary file block (a PDF, audio, video) whose text is not
+inline: about one PDF page as Anthropic counts it (its text plus the page's image).
+A file of many pages costs more: the entry points' calibration from the provider's
+reported usage corrects the difference; a file block that carries its text (a
+plain-text document) is counted by that text instead."""
+
+
+def block_type(block: Any) -> str | None:
+    """Return a content block's ``type``, or None for a string or a non-dict."""
+    if isinstance(block, dict):
+        kind = block.get("type")
+        return kind if isinstance(kind, str) else None
+    return None
+
+
+def block_kind(block: Any) -> Kind | None:
+    """Return what ``block`` is: a bare string is text; an unknown block is None."""
+    if isinstance(block, str):
+        return "text"
+    kind = block_type(block)
+    return None if kind is None else BLOCK_KINDS.get(kind)
