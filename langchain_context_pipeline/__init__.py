@@ -13,11 +13,6 @@ from typing import TYPE_CHECKING, Any
 from langchain_context_pipeline import _moved
 from langchain_context_pipeline.core.pipeline import ContextPipeline
 from langchain_context_pipeline.core.report import CompressionReport, CompressionResult
-from langchain_context_pipeline.core.settings import (
-    CondenseSettings,
-    PipelineSettings,
-    PruneSettings,
-)
 from langchain_context_pipeline.errors import BudgetError, ContextPipelineError, SummaryTimeoutError
 from langchain_context_pipeline.messages.marks import CONDENSED_TAG, is_pipeline_summary
 from langchain_context_pipeline.stages.briefs import BUILTIN_BRIEFS, BriefFunction, brief_for
@@ -25,6 +20,11 @@ from langchain_context_pipeline.stages.carried import SUMMARY_STATE_KEY, Carried
 from langchain_context_pipeline.stages.condenser import Condenser, CondenseStats
 from langchain_context_pipeline.stages.digest import DIGEST
 from langchain_context_pipeline.stages.pruner import Pruner, PruneStats
+from langchain_context_pipeline.stages.settings import (
+    CondenseSettings,
+    PipelineSettings,
+    PruneSettings,
+)
 from langchain_context_pipeline.stages.summary_memory import SummaryMemory
 from langchain_context_pipeline.stages.truncate import TruncateStats, hard_truncate
 from langchain_context_pipeline.tokens import (

@@ -29,7 +29,7 @@ MOVED: dict[str, str] = {
     "references": "messages.references",
     "replay": "core.replay",
     "report": "core.report",
-    "settings": "core.settings",
+    "settings": "stages.settings",
     "summary_memory": "stages.summary_memory",
     "threshold": "tokens.threshold",
     "truncate": "stages.truncate",

@@ -23,8 +23,8 @@ from typing import Any
 
 from langchain_context_pipeline.cli.transcript_errors import describe
 from langchain_context_pipeline.core.pipeline import ContextPipeline
-from langchain_context_pipeline.core.settings import DEFAULT_TAIL_CAP, PipelineSettings
 from langchain_context_pipeline.stages.digest import DIGEST
+from langchain_context_pipeline.stages.settings import DEFAULT_TAIL_CAP, PipelineSettings
 
 __all__ = ["UsageError", "add_pipeline_options", "build_pipeline"]
 

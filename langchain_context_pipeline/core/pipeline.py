@@ -18,18 +18,18 @@ from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackMa
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import RunnableConfig
 
-from langchain_context_pipeline.core.model_call import Reply, SummaryRequest, adrive, drive
+from langchain_context_pipeline.core.events import attach_report
 from langchain_context_pipeline.core.planner import OverBudget, PassPlanner, PlanRequest
 from langchain_context_pipeline.core.report import CompressionReport, CompressionResult
-from langchain_context_pipeline.core.runnable import MessagesRunnable
-from langchain_context_pipeline.core.settings import PipelineSettings, settings_or_model
 from langchain_context_pipeline.errors import check_int
-from langchain_context_pipeline.integrations.cache_hint import PrefixWatch
-from langchain_context_pipeline.integrations.events import attach_report
+from langchain_context_pipeline.messages.cache_hint import PrefixWatch
 from langchain_context_pipeline.messages.coerce import coerce_messages
 from langchain_context_pipeline.stages.carried import CarriedSummary
 from langchain_context_pipeline.stages.condenser import Condenser
+from langchain_context_pipeline.stages.model_call import Reply, SummaryRequest, adrive, drive
 from langchain_context_pipeline.stages.pruner import Pruner
+from langchain_context_pipeline.stages.runnable import MessagesRunnable
+from langchain_context_pipeline.stages.settings import PipelineSettings, settings_or_model
 from langchain_context_pipeline.stages.summary_memory import SummaryMemory
 from langchain_context_pipeline.tokens.counters import resolve_token_counter
 from langchain_context_pipeline.tokens.threshold import token_count

@@ -21,19 +21,19 @@ from typing import Literal
 
 from langchain_core.messages import BaseMessage
 
-from langchain_context_pipeline.core.model_call import Reply, SummaryRequest
 from langchain_context_pipeline.core.recalled import recall_summary, remember_summary
 from langchain_context_pipeline.core.report import CompressionReport, CompressionResult
-from langchain_context_pipeline.core.settings import PipelineSettings
 from langchain_context_pipeline.errors import BudgetError, check_int
-from langchain_context_pipeline.integrations.cache_hint import PrefixWatch
+from langchain_context_pipeline.messages.cache_hint import PrefixWatch
 from langchain_context_pipeline.messages.marks import is_pipeline_summary
 from langchain_context_pipeline.messages.units import Split, head_end
 from langchain_context_pipeline.stages.breaker import conversation_key
 from langchain_context_pipeline.stages.carried import CarriedSummary
 from langchain_context_pipeline.stages.condenser import Condenser
 from langchain_context_pipeline.stages.hysteresis import replay_cuts
+from langchain_context_pipeline.stages.model_call import Reply, SummaryRequest
 from langchain_context_pipeline.stages.pruner import Pruner, sum_stats
+from langchain_context_pipeline.stages.settings import PipelineSettings
 from langchain_context_pipeline.stages.stats import CondenseStats, PruneStats
 from langchain_context_pipeline.stages.summary_memory import (
     Prefixes,

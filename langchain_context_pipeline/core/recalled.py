@@ -12,11 +12,11 @@ from collections.abc import Generator
 
 from langchain_core.messages import BaseMessage
 
-from langchain_context_pipeline.core.model_call import Reply
 from langchain_context_pipeline.core.report import CompressionReport
 from langchain_context_pipeline.messages.marks import is_pipeline_summary
 from langchain_context_pipeline.messages.units import Split
 from langchain_context_pipeline.stages.carried import CarriedSummary
+from langchain_context_pipeline.stages.model_call import Reply
 from langchain_context_pipeline.stages.summary_memory import (
     Prefixes,
     StoreRead,

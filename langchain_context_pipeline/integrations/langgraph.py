@@ -55,20 +55,20 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "pip install 'langchain-context-pipeline[langgraph]'"
     ) from exc
 
+from langchain_context_pipeline.core.events import (
+    acompress_fitted,
+    compress_fitted,
+)
 from langchain_context_pipeline.core.pipeline import ContextPipeline, OverBudget
 from langchain_context_pipeline.core.report import CompressionResult
-from langchain_context_pipeline.core.settings import PipelineSettings, settings_or_model
 from langchain_context_pipeline.integrations.archive import (
     aarchive_originals,
     archive_originals,
     thread_of,
 )
-from langchain_context_pipeline.integrations.events import (
-    acompress_fitted,
-    compress_fitted,
-)
 from langchain_context_pipeline.integrations.stream import emit
 from langchain_context_pipeline.stages.carried import SUMMARY_STATE_KEY, CarriedSummary
+from langchain_context_pipeline.stages.settings import PipelineSettings, settings_or_model
 from langchain_context_pipeline.tokens.calibration import (
     CALIBRATION_STATE_KEY,
     FIT_ATTEMPTS,

@@ -52,20 +52,20 @@ except ImportError as exc:
         "pip install 'langchain-context-pipeline[agents]'"
     ) from exc
 
-from langchain_context_pipeline.core.pipeline import ContextPipeline
-from langchain_context_pipeline.core.report import CompressionResult
-from langchain_context_pipeline.core.settings import PipelineSettings, settings_or_model
-from langchain_context_pipeline.integrations.cache_hint import hint_request
-from langchain_context_pipeline.integrations.events import (
+from langchain_context_pipeline.core.events import (
     acompress_fitted,
     acompress_traced,
     compress_fitted,
     compress_traced,
 )
+from langchain_context_pipeline.core.pipeline import ContextPipeline
+from langchain_context_pipeline.core.report import CompressionResult
 from langchain_context_pipeline.integrations.recall import create_recall_tool
 from langchain_context_pipeline.integrations.stream import emit
 from langchain_context_pipeline.integrations.tool_fingerprint import tools_fingerprint
+from langchain_context_pipeline.messages.cache_hint import hint_request
 from langchain_context_pipeline.stages.carried import SUMMARY_STATE_KEY, CarriedSummary
+from langchain_context_pipeline.stages.settings import PipelineSettings, settings_or_model
 from langchain_context_pipeline.tokens.calibration import (
     CALIBRATION_STATE_KEY,
     FIT_ATTEMPTS,
@@ -156,7 +156,7 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
                 what compaction replaced (see :mod:`langchain_context_pipeline.recall`).
             cache_control: mark the end of the request's stable prefix for Anthropic's
                 prompt cache (see
-                :mod:`langchain_context_pipeline.integrations.cache_hint`). With
+                :mod:`langchain_context_pipeline.messages.cache_hint`). With
                 ``AnthropicPromptCachingMiddleware``, list that one first (outer), so
                 this one counts its breakpoints and stays within Anthropic's 4.
             **keywords: any other :class:`ContextPipeline` setting by name

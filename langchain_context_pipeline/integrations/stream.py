@@ -2,7 +2,7 @@
 
 An entry-point module (it imports ``langgraph``), used by the hook and the
 middleware: a run streamed with ``stream_mode="custom"`` (or a list holding it)
-receives one :func:`~langchain_context_pipeline.integrations.events.report_event` dict per
+receives one :func:`~langchain_context_pipeline.core.events.report_event` dict per
 model call whose request the pipeline changed, and nothing on no-op calls.
 """
 
@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from langgraph.config import get_stream_writer
 
+from langchain_context_pipeline.core.events import report_event
 from langchain_context_pipeline.core.report import CompressionReport
-from langchain_context_pipeline.integrations.events import report_event
 
 __all__ = ["emit"]
 

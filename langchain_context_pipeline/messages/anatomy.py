@@ -52,7 +52,9 @@ __all__ = [
     "call_ids",
     "call_index",
     "call_text",
+    "count_images",
     "invalid_call_text",
+    "message_text",
     "one_pass",
     "read",
     "result_text",
@@ -392,3 +394,24 @@ def _build(message: BaseMessage) -> Anatomy:
         content_texts=tuple(counted),
         call_texts=tuple(call_texts),
     )
+
+
+def message_text(message: BaseMessage) -> str:
+    """Return the plain text of a message: its string content or its text blocks joined.
+
+    Text blocks are every prose kind (``text``, Responses ``input_text`` and
+    ``output_text``, bare strings), as the message's anatomy reads them.
+    """
+    # Not ``BaseMessage.text``: it joins text blocks with no separator, so two blocks
+    # ("ok", "done") would read as "okdone" in briefs, cuts and the summarizer's transcript.
+    content = message.content
+    if isinstance(content, str):
+        return content
+    return read(message).text
+
+
+def count_images(message: BaseMessage) -> int:
+    """Return how many image blocks a message's content holds."""
+    if isinstance(message.content, str):
+        return 0
+    return read(message).images

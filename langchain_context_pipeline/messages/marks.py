@@ -35,7 +35,7 @@ from typing import Any
 
 from langchain_core.messages import BaseMessage, HumanMessage
 
-from langchain_context_pipeline.tokens.counters import message_text
+from langchain_context_pipeline.messages.anatomy import message_text
 
 __all__ = [
     "CONDENSED_TAG",

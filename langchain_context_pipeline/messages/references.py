@@ -19,11 +19,10 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 
-from langchain_context_pipeline.messages.anatomy import read
+from langchain_context_pipeline.messages.anatomy import message_text, read
 from langchain_context_pipeline.messages.blocks import pair_results, paired_call
 from langchain_context_pipeline.messages.marks import METADATA_KEY, pipeline_kind
 from langchain_context_pipeline.messages.values import dumps
-from langchain_context_pipeline.tokens.counters import message_text
 
 __all__ = [
     "REF_PATTERN",

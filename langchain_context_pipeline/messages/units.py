@@ -14,15 +14,24 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
+from typing import Protocol
 
 from langchain_core.messages import BaseMessage, ChatMessage, SystemMessage
 
 from langchain_context_pipeline.messages.blocks import call_ids, pair_results
 from langchain_context_pipeline.messages.marks import WRITTEN_KINDS, pipeline_kind
-from langchain_context_pipeline.tokens.meter import Meter
 
 Unit = tuple[int, int]
 """A unit as a half-open index range ``(start, end)``."""
+
+
+class Meter(Protocol):
+    """What the split needs of a token meter (``tokens.meter.Meter`` is one)."""
+
+    def span(self, messages: Sequence[BaseMessage], start: int, end: int) -> int:
+        """Return the tokens of ``messages[start:end]``."""
+        ...
+
 
 _SYSTEM_ROLES = frozenset({"system", "developer"})
 

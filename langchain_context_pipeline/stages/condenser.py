@@ -19,18 +19,6 @@ from langchain_core.messages import BaseMessage, HumanMessage
 from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.base import coerce_to_runnable
 
-from langchain_context_pipeline.core.model_call import (
-    Plan,
-    Reply,
-    SummaryModel,
-    SummaryRequest,
-    acall_model,
-    adrive,
-    call_model,
-    drive,
-)
-from langchain_context_pipeline.core.runnable import MessagesRunnable
-from langchain_context_pipeline.core.settings import CondenseSettings, override
 from langchain_context_pipeline.errors import check_int
 from langchain_context_pipeline.messages.marks import (
     CONDENSED_TAG,
@@ -45,7 +33,19 @@ from langchain_context_pipeline.messages.units import Split
 from langchain_context_pipeline.stages.breaker import BreakerBank, conversation_key
 from langchain_context_pipeline.stages.briefs import BriefFunction
 from langchain_context_pipeline.stages.digest import DIGEST, build_digest, build_index
+from langchain_context_pipeline.stages.model_call import (
+    Plan,
+    Reply,
+    SummaryModel,
+    SummaryRequest,
+    acall_model,
+    adrive,
+    call_model,
+    drive,
+)
 from langchain_context_pipeline.stages.prompt import build_prompt
+from langchain_context_pipeline.stages.runnable import MessagesRunnable
+from langchain_context_pipeline.stages.settings import CondenseSettings, override
 from langchain_context_pipeline.stages.stats import CondenseStats
 from langchain_context_pipeline.tokens.counters import message_text, resolve_token_counter
 from langchain_context_pipeline.tokens.meter import Meter

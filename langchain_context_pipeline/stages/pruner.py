@@ -27,8 +27,6 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 
-from langchain_context_pipeline.core.runnable import MessagesRunnable
-from langchain_context_pipeline.core.settings import PruneSettings, override
 from langchain_context_pipeline.errors import check_int
 from langchain_context_pipeline.messages.anatomy import one_pass
 from langchain_context_pipeline.messages.blocks import (
@@ -48,6 +46,8 @@ from langchain_context_pipeline.messages.trim import cut_middle, replace_text, w
 from langchain_context_pipeline.messages.units import Split
 from langchain_context_pipeline.messages.values import dumps
 from langchain_context_pipeline.stages.briefs import brief_for
+from langchain_context_pipeline.stages.runnable import MessagesRunnable
+from langchain_context_pipeline.stages.settings import PruneSettings, override
 from langchain_context_pipeline.stages.stats import PruneStats
 from langchain_context_pipeline.tokens.counters import IMAGE_TOKENS, count_images, message_text
 from langchain_context_pipeline.tokens.meter import Meter

@@ -59,8 +59,6 @@ __all__ = [
 logger = logging.getLogger("langchain_context_pipeline")
 
 
-
-
 def _chars_for(tokens: int, base: BaseMessage, text: str, meter: Meter) -> int:
     """Return how many chars of ``text`` hold ``tokens`` tokens, by the text's own density.
 

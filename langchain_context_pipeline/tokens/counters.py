@@ -34,7 +34,7 @@ from typing import Any, Protocol, runtime_checkable
 
 from langchain_core.messages import AIMessage, BaseMessage
 
-from langchain_context_pipeline.messages.anatomy import read
+from langchain_context_pipeline.messages.anatomy import count_images, message_text
 from langchain_context_pipeline.messages.blocks import call_ids
 from langchain_context_pipeline.messages.countable import (
     FILE_TOKENS,
@@ -83,27 +83,6 @@ def tool_call_ids(message: BaseMessage) -> list[str]:
     ``additional_kwargs["tool_calls"]``.
     """
     return call_ids(message)
-
-
-def message_text(message: BaseMessage) -> str:
-    """Return the plain text of a message: its string content or its text blocks joined.
-
-    Text blocks are every prose kind (``text``, Responses ``input_text`` and
-    ``output_text``, bare strings), as the message's anatomy reads them.
-    """
-    # Not ``BaseMessage.text``: it joins text blocks with no separator, so two blocks
-    # ("ok", "done") would read as "okdone" in briefs, cuts and the summarizer's transcript.
-    content = message.content
-    if isinstance(content, str):
-        return content
-    return read(message).text
-
-
-def count_images(message: BaseMessage) -> int:
-    """Return how many image blocks a message's content holds."""
-    if isinstance(message.content, str):
-        return 0
-    return read(message).images
 
 
 def estimate_message_tokens(message: BaseMessage) -> int:

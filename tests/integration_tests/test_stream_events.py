@@ -22,7 +22,7 @@ from langgraph.checkpoint.memory import InMemorySaver
 from langgraph.prebuilt import create_react_agent
 
 from langchain_context_pipeline import is_pipeline_summary
-from langchain_context_pipeline.integrations.events import EVENT_TYPE, METADATA_PREFIX
+from langchain_context_pipeline.core.events import EVENT_TYPE, METADATA_PREFIX
 from langchain_context_pipeline.langgraph import create_pre_model_hook
 from langchain_context_pipeline.middleware import ContextPipelineMiddleware
 from tests.integration_tests.scripted_model import (

@@ -13,7 +13,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, System
 from langchain_core.tools import tool
 
 from langchain_context_pipeline import DIGEST, ContextPipeline
-from langchain_context_pipeline.integrations.cache_hint import (
+from langchain_context_pipeline.messages.cache_hint import (
     MAX_BREAKPOINTS,
     count_breakpoints,
     mark_stable_prefix,

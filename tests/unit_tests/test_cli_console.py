@@ -19,7 +19,7 @@ import pytest
 
 from langchain_context_pipeline import __version__
 from langchain_context_pipeline.cli.transcripts import parse_transcript
-from langchain_context_pipeline.core.settings import PipelineSettings
+from langchain_context_pipeline.stages.settings import PipelineSettings
 
 ROOT = Path(__file__).parents[2]
 EXAMPLES = ROOT / "examples" / "transcripts"

@@ -21,8 +21,8 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 
 from langchain_context_pipeline import DIGEST, ContextPipeline, PipelineSettings
+from langchain_context_pipeline.core.events import METADATA_PREFIX
 from langchain_context_pipeline.deepagents import DeepAgentContextMiddleware
-from langchain_context_pipeline.integrations.events import METADATA_PREFIX
 from langchain_context_pipeline.langgraph import create_pre_model_hook
 from langchain_context_pipeline.middleware import ContextPipelineMiddleware
 from langchain_context_pipeline.tokens.threshold import normalize_threshold

@@ -9,8 +9,7 @@ from langchain_core.messages import AIMessage, HumanMessage
 
 import langchain_context_pipeline
 from langchain_context_pipeline import DIGEST, ContextPipeline
-from langchain_context_pipeline.core.report import CompressionReport
-from langchain_context_pipeline.integrations.events import (
+from langchain_context_pipeline.core.events import (
     EVENT_TYPE,
     METADATA_PREFIX,
     compress_traced,
@@ -18,6 +17,7 @@ from langchain_context_pipeline.integrations.events import (
     report_event,
     trace_metadata,
 )
+from langchain_context_pipeline.core.report import CompressionReport
 
 ENTRY_POINTS = {
     "langgraph.py",

@@ -23,14 +23,14 @@ from langchain_context_pipeline import (
     estimate_tokens,
     is_pipeline_summary,
 )
-from langchain_context_pipeline.core.model_call import RUN_NAME
-from langchain_context_pipeline.core.model_call import TAG_NOSTREAM as CORE_TAG_NOSTREAM
 from langchain_context_pipeline.langgraph import (
     DEFAULT_SUMMARY_KEY,
     ContextPipelineHook,
     ContextPipelineState,
     create_pre_model_hook,
 )
+from langchain_context_pipeline.stages.model_call import RUN_NAME
+from langchain_context_pipeline.stages.model_call import TAG_NOSTREAM as CORE_TAG_NOSTREAM
 from langchain_context_pipeline.tokens.threshold import resolve_threshold
 from tests.support.builders import unprunable_conversation as conversation
 from tests.support.callbacks import Recorder

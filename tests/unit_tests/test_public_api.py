@@ -114,6 +114,6 @@ def test_every_error_of_the_pipeline_is_a_context_pipeline_error() -> None:
     assert issubclass(package.BudgetError, ValueError)
     assert issubclass(package.SummaryTimeoutError, package.ContextPipelineError)
     assert issubclass(package.SummaryTimeoutError, TimeoutError)
-    from langchain_context_pipeline.core import model_call
+    from langchain_context_pipeline.stages import model_call
 
     assert model_call.SummaryTimeoutError is package.SummaryTimeoutError

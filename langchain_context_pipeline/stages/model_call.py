@@ -37,6 +37,7 @@ from langchain_core.runnables import (
 )
 
 from langchain_context_pipeline.errors import SummaryTimeoutError
+from langchain_context_pipeline.messages.anatomy import one_pass
 
 TAG_NOSTREAM = "nostream"
 """langgraph's ``TAG_NOSTREAM``: runs tagged so stay out of the user's token stream.
@@ -289,20 +290,26 @@ Plan = Generator[SummaryRequest, Reply, T]
 
 
 def drive(plan: Generator[R, Reply, T], answer: Callable[[R], Reply]) -> T:
-    """Run a planner, answering each request with ``answer``."""
-    try:
-        request = next(plan)
-        while True:
-            request = plan.send(answer(request))
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+    """Run a planner, answering each request with ``answer``.
+
+    The plan is one pass: each message is read once in it (see
+    :func:`~langchain_context_pipeline.messages.anatomy.one_pass`).
+    """
+    with one_pass():
+        try:
+            request = next(plan)
+            while True:
+                request = plan.send(answer(request))
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
 
 
 async def adrive(plan: Generator[R, Reply, T], answer: Callable[[R], Any]) -> T:
-    """Run a planner, answering each request with the awaitable ``answer``."""
-    try:
-        request = next(plan)
-        while True:
-            request = plan.send(await answer(request))
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+    """Run a planner, answering each request with the awaitable ``answer`` (one pass)."""
+    with one_pass():
+        try:
+            request = next(plan)
+            while True:
+                request = plan.send(await answer(request))
+        except StopIteration as done:
+            return done.value  # type: ignore[no-any-return]
