@@ -4,11 +4,13 @@ Both entry points do the same around each model call: read the carried summary
 and the calibration from state (once), compute the budget (the threshold and the
 tokens the system prompt and tools take beside the messages), compress and refit
 until the output fits what the calibration allows, record what is sent, and write
-back what changed. This module holds those parts as plain functions and data,
-with no I/O: an entry point writes its turn as a generator that yields
-:class:`Compress` steps (and steps of its own: the model call, the archive), and
-:func:`drive` / :func:`adrive` answer them. Sync and async differ only in how a step
-is answered, as :meth:`ContextPipeline.compress` / ``acompress`` do.
+back what changed. This module holds those parts as plain functions and data.
+An entry point writes its turn as a generator that does no I/O itself: it yields
+:class:`Compress` steps (and steps of its own: the model call, the archive) and is
+sent their answers; :func:`drive` / :func:`adrive` run it, answering each step with
+the entry point's sync or async callable (:meth:`Compress.run` / :meth:`Compress.arun`
+for a compression). Sync and async differ only in how a step is answered, as in
+:meth:`ContextPipeline.compress` / ``acompress``.
 
 :class:`WarnOnce` is the one warn-once rule: a kind of reason (its first two words,
 not its numbers) is logged once per entry-point instance.
