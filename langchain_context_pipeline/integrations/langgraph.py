@@ -37,8 +37,9 @@ from __future__ import annotations
 
 import functools
 import logging
-from collections.abc import Mapping, Sequence
-from typing import Annotated, Any, Literal, cast
+from collections.abc import Sequence
+from functools import partial
+from typing import Annotated, Any, Literal, NamedTuple, cast
 
 from langchain_core.messages import AnyMessage, BaseMessage, RemoveMessage
 from langchain_core.runnables import Runnable, RunnableConfig
@@ -55,10 +56,6 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
         "pip install 'langchain-context-pipeline[langgraph]'"
     ) from exc
 
-from langchain_context_pipeline.core.events import (
-    acompress_fitted,
-    compress_fitted,
-)
 from langchain_context_pipeline.core.pipeline import ContextPipeline, OverBudget
 from langchain_context_pipeline.core.report import CompressionResult
 from langchain_context_pipeline.integrations.archive import (
@@ -67,14 +64,29 @@ from langchain_context_pipeline.integrations.archive import (
     thread_of,
 )
 from langchain_context_pipeline.integrations.stream import emit
-from langchain_context_pipeline.stages.carried import SUMMARY_STATE_KEY, CarriedSummary
+from langchain_context_pipeline.integrations.turn import (
+    Budget,
+    Compress,
+    Turn,
+    TurnInput,
+    WarnOnce,
+    adrive,
+    compress_args,
+    drive,
+    learn_from_history,
+    read_graph_state,
+    refit,
+    sending,
+    state_keys,
+    summary_update,
+)
+from langchain_context_pipeline.stages.carried import SUMMARY_STATE_KEY
 from langchain_context_pipeline.stages.settings import PipelineSettings, settings_or_model
 from langchain_context_pipeline.tokens.calibration import (
     CALIBRATION_STATE_KEY,
     FIT_ATTEMPTS,
     Calibration,
     model_identity,
-    prefix_digests,
     request_overhead,
     request_seed,
 )
@@ -109,10 +121,13 @@ _RESERVED_KEYS = frozenset({"messages", "llm_input_messages", "remaining_steps"}
 # -- the hook ---------------------------------------------------------------------------
 
 
-def _state_value(state: Any, key: str) -> Any:
-    if isinstance(state, Mapping):
-        return state.get(key)
-    return getattr(state, key, None)
+class _Archive(NamedTuple):
+    """A step of the persist hook's turn: keep the originals a pass replaced, for recall."""
+
+    store: BaseStore
+    thread: str | None
+    messages: list[BaseMessage]
+    result: CompressionResult
 
 
 class ContextPipelineState(TypedDict):
@@ -164,7 +179,7 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
         self.reserved_tokens = reserved_tokens
         self.seed = seed
         self.agent = model_identity(agent_model) if agent_model is not None else (None, None)
-        self._warned: set[str] = set()
+        self._warn = WarnOnce()
         self.mode: HookMode = mode
         self.summary_key = summary_key
         self.store = store
@@ -183,113 +198,28 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
         """The state update the hook returns."""
         return dict[str, Any]
 
-    # -- reading and writing state --------------------------------------------------
+    @property
+    def budget(self) -> Budget:
+        """The budget of every call: the pipeline's threshold and the reserved tokens."""
+        return Budget(self.pipeline.threshold, self.reserved_tokens)
 
-    def _read(self, state: Any) -> tuple[list[BaseMessage], Any, CarriedSummary | None]:
-        messages = _state_value(state, "messages")
-        if messages is None:
-            raise ValueError(
-                "the pre-model hook needs the conversation under the 'messages' key of "
-                f"the graph state, got keys {sorted(state) if isinstance(state, Mapping) else []}"
-            )
-        # The summary key is private to graph code: what it holds is trusted without
-        # a signature (see CarriedSummary.from_state), so a restart reuses it.
-        stored = _state_value(state, self.summary_key)
-        carried = CarriedSummary.from_state(stored, self.summary_key)
-        if self.mode == "persist":
-            # The summary is in `messages`; the key records which message it is.
-            return carried.vouch_for(messages) if carried else list(messages), stored, None
-        if carried is None:
-            # Without the summary key, the summary the model saw last is still in
-            # `llm_input_messages`, where only its signed mark can tell it apart.
-            previous = _state_value(state, "llm_input_messages")
-            if isinstance(previous, Sequence) and previous:
-                carried = CarriedSummary.of(previous)
-        return messages if isinstance(messages, list) else list(messages), stored, carried
+    # -- the turn ----------------------------------------------------------------------
 
-    def _update(
-        self, messages: list[BaseMessage], stored: Any, result: CompressionResult
-    ) -> dict[str, Any]:
+    def _update(self, read: TurnInput, result: CompressionResult) -> dict[str, Any]:
         update: dict[str, Any]
         if self.mode == "persist":
-            if result.messages is messages:
+            if result.messages is read.messages:
                 return {}
             update = {"messages": [RemoveMessage(id=REMOVE_ALL_MESSAGES), *result.messages]}
         else:
             # Every call writes the channel: it persists between turns, and an empty
             # list would make the agent fall back to the full history.
             update = {"llm_input_messages": list(result.messages)}
-        carried = None if result.carried_summary is None else result.carried_summary.to_dict()
-        previous = stored if isinstance(stored, Mapping) else None
-        if carried != previous:
-            update[self.summary_key] = carried
-        return update
-
-    def _calibration(self, state: Any, messages: list[BaseMessage]) -> Calibration:
-        """Read the calibration and learn from the reply to the request last sent."""
-        calibration = Calibration.from_state(_state_value(state, CALIBRATION_STATE_KEY))
-        if calibration.sent <= 0:
-            return calibration
-        start = next((i for i, m in enumerate(messages) if m.id == calibration.after), None)
-        reply = (
-            next(
-                (m for m in messages[(start or 0) + 1 :] if m.type == "ai"),
-                None,
-            )
-            if start is not None
-            else None
-        )
-        observed, ignored = calibration.observe(reply, self.agent)
-        if ignored is not None:
-            key = " ".join(ignored.split(" ", 2)[:2])
-            if key not in self._warned:
-                self._warned.add(key)
-                logger.warning("token calibration: %s; the correction is unchanged", ignored)
-        return observed.settled()
-
-    def _sent(
-        self, messages: list[BaseMessage], calibration: Calibration, result: CompressionResult
-    ) -> dict[str, Any]:
-        result.report.correction = calibration.correction
-        after = messages[-1].id if messages else None
-        sent = result.report.tokens_after + self.reserved_tokens
-        digests = prefix_digests(self.seed, result.messages)
-        return calibration.sending(sent, after, digests, result.report.threshold).to_dict()
-
-    @property
-    def _over_budget(self) -> OverBudget:
-        """Ephemeral: the smallest valid request; persist: the error (see the module)."""
-        return "minimal" if self.mode == "ephemeral" else "raise"
+        return {**update, **summary_update(self.summary_key, read.stored, result)}
 
     def _threshold(self, calibration: Calibration) -> int | None:
         budget = calibration.first_budget(self.pipeline.threshold)
         return None if budget == self.pipeline.threshold else budget
-
-    def _refit(
-        self, calibration: Calibration, result: CompressionResult, args: dict[str, Any], last: bool
-    ) -> dict[str, Any] | None:
-        """Return the arguments to compress again with, or ``None`` when ``result`` fits.
-
-        As the middleware's: the output is held to what the counted prefix it still
-        repeats allows; the ``last`` compression credits none.
-        """
-        if result.report.over_budget or self.mode == "persist":
-            return None
-        threshold = self.pipeline.threshold
-        tried = threshold if args["threshold"] is None else args["threshold"]
-        digests = prefix_digests(self.seed, result.messages)
-        tokens = result.report.tokens_after + self.reserved_tokens
-        budget = calibration.refit(threshold, tried, tokens, digests)
-        if budget is None:
-            return None
-        if last:
-            budget = min(budget, calibration.budget(threshold))
-        if budget <= self.reserved_tokens:
-            return None
-        again = {**args, "threshold": budget}
-        if result.carried_summary is not None:  # the summary is not paid for twice
-            again["carried_summary"] = result.carried_summary
-        return again
 
     def _archive(self) -> tuple[BaseStore | None, str | None]:
         """The store and thread the persist mode keeps originals in, for recall."""
@@ -302,63 +232,49 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
             return self.store, None
         return store, thread_of(config)
 
-    def _start(self, state: Any) -> tuple[list[BaseMessage], Any, Calibration, dict[str, Any]]:
-        """Read the state: messages, what is stored, calibration and the call's arguments.
+    def _turn(self, state: Any) -> Turn[dict[str, Any]]:
+        """One call: yields :class:`Compress` and :class:`_Archive` steps, returns the update.
 
-        The arguments of the pipeline's call are the same for sync and async.
+        Ephemeral: the output is held to what the counted prefix it still repeats
+        allows, and the model gets the smallest valid request when the budget cannot
+        be met; persist: one pass, and :class:`BudgetError` (see the module).
         """
-        messages, stored, carried = self._read(state)
-        calibration = self._calibration(state, messages)
-        args = {
-            "carried_summary": carried,
-            "reserved_tokens": self.reserved_tokens,
-            "threshold": self._threshold(calibration),
-            "over_budget": self._over_budget,
-        }
-        return messages, stored, calibration, args
+        read = read_graph_state(state, self.summary_key, persist=self.mode == "persist")
+        calibration = learn_from_history(read, self.agent, self._warn)
+        budget = self.budget
+        ephemeral = self.mode == "ephemeral"
+        over_budget: OverBudget = "minimal" if ephemeral else "raise"
+        args = compress_args(
+            read.carried, self._threshold(calibration), budget.reserved, over_budget
+        )
+        fit = partial(refit, calibration, budget, self.seed) if ephemeral else None
+        result, _ = yield Compress(read.messages, args, fit, FIT_ATTEMPTS)
+        store, thread = self._archive() if result.messages is not read.messages else (None, None)
+        if store is not None:
+            result = yield _Archive(store, thread, read.messages, result)
+        after = read.messages[-1].id if read.messages else None
+        sent = sending(calibration, budget, self.seed, result, result.report.threshold, after)
+        emit(result.report)
+        update = self._update(read, result)
+        if ephemeral:  # persist mode writes only when messages change
+            update[CALIBRATION_STATE_KEY] = sent.to_dict()
+        return update
 
     def _run(self, state: Any) -> dict[str, Any]:
-        messages, stored, calibration, args = self._start(state)
-        result, _ = compress_fitted(
-            self.pipeline,
-            messages,
-            args,
-            lambda out, tried, last: self._refit(calibration, out, tried, last),
-            FIT_ATTEMPTS,
-        )
-        store, thread = self._archive() if result.messages is not messages else (None, None)
-        if store is not None:
-            result = archive_originals(store, thread, messages, result)
-        return self._finish(messages, stored, calibration, result)
+        def answer(step: Any) -> Any:
+            if isinstance(step, Compress):
+                return step.run(self.pipeline)
+            return archive_originals(*step)
+
+        return drive(self._turn(state), answer)
 
     async def _arun(self, state: Any) -> dict[str, Any]:
-        messages, stored, calibration, args = self._start(state)
-        result, _ = await acompress_fitted(
-            self.pipeline,
-            messages,
-            args,
-            lambda out, tried, last: self._refit(calibration, out, tried, last),
-            FIT_ATTEMPTS,
-        )
-        store, thread = self._archive() if result.messages is not messages else (None, None)
-        if store is not None:
-            result = await aarchive_originals(store, thread, messages, result)
-        return self._finish(messages, stored, calibration, result)
+        async def answer(step: Any) -> Any:
+            if isinstance(step, Compress):
+                return await step.arun(self.pipeline)
+            return await aarchive_originals(*step)
 
-    def _finish(
-        self,
-        messages: list[BaseMessage],
-        stored: Any,
-        calibration: Calibration,
-        result: CompressionResult,
-    ) -> dict[str, Any]:
-        """Record the calibration (ephemeral mode), emit the report, build the update."""
-        sent = self._sent(messages, calibration, result)
-        emit(result.report)
-        update = self._update(messages, stored, result)
-        if self.mode == "ephemeral":  # persist mode writes only when messages change
-            update[CALIBRATION_STATE_KEY] = sent
-        return update
+        return await adrive(self._turn(state), answer)
 
     # -- Runnable ----------------------------------------------------------------------
 
@@ -385,13 +301,7 @@ def _hook_class(summary_key: str) -> type[ContextPipelineHook]:
     sees ``llm_input_messages``, which ``create_react_agent`` declares only for
     its model node.
     """
-    fields: dict[str, Any] = {
-        "messages": list[AnyMessage],
-        "llm_input_messages": list[AnyMessage],
-        summary_key: dict[str, Any] | None,
-        CALIBRATION_STATE_KEY: dict[str, Any] | None,
-    }
-    schema = cast(Any, TypedDict)("PreModelHookInput", fields, total=False)
+    schema = cast(Any, TypedDict)("PreModelHookInput", state_keys(summary_key), total=False)
 
     def __call__(
         self: ContextPipelineHook, state: Any, config: RunnableConfig | None = None
@@ -498,17 +408,9 @@ def create_pre_model_hook(
         if first is not None and settings is not None:
             raise TypeError("settings were given twice: positionally and as settings=")
         pipeline, settings = None, first or settings
-    given = {
-        name
-        for name, value in (
-            ("threshold", threshold),
-            ("agent_model", agent_model),
-            ("settings", settings),
-            ("model", model),
-            ("token_counter", token_counter),
-        )
-        if value is not None
-    } | set(keywords)
+    named = {"threshold": threshold, "agent_model": agent_model, "settings": settings}
+    named |= {"model": model, "token_counter": token_counter}
+    given = {name for name, value in named.items() if value is not None} | set(keywords)
     if pipeline is not None:
         if given:
             raise ValueError(

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable, Hashable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Hashable, Sequence
 from functools import partial
 from typing import Annotated, Any, cast
 
@@ -52,26 +52,35 @@ except ImportError as exc:
         "pip install 'langchain-context-pipeline[agents]'"
     ) from exc
 
-from langchain_context_pipeline.core.events import (
-    acompress_fitted,
-    acompress_traced,
-    compress_fitted,
-    compress_traced,
-)
 from langchain_context_pipeline.core.pipeline import ContextPipeline
 from langchain_context_pipeline.core.report import CompressionResult
 from langchain_context_pipeline.integrations.recall import create_recall_tool
 from langchain_context_pipeline.integrations.stream import emit
 from langchain_context_pipeline.integrations.tool_fingerprint import tools_fingerprint
+from langchain_context_pipeline.integrations.turn import (
+    Budget,
+    Compress,
+    Turn,
+    TurnInput,
+    WarnOnce,
+    adrive,
+    carry_over,
+    compress_args,
+    drive,
+    observe,
+    read_turn,
+    refit,
+    sending,
+    summary_update,
+)
 from langchain_context_pipeline.messages.cache_hint import hint_request
-from langchain_context_pipeline.stages.carried import SUMMARY_STATE_KEY, CarriedSummary
+from langchain_context_pipeline.stages.carried import SUMMARY_STATE_KEY
 from langchain_context_pipeline.stages.settings import PipelineSettings, settings_or_model
 from langchain_context_pipeline.tokens.calibration import (
     CALIBRATION_STATE_KEY,
     FIT_ATTEMPTS,
     Calibration,
     model_identity,
-    prefix_digests,
     request_seed,
     tools_tokens,
 )
@@ -184,7 +193,7 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         )
         self.token_counter: TokenCounter = self.pipeline.token_counter
         self._tool_tokens: OrderedDict[Hashable, tuple[Sequence[Any], int]] = OrderedDict()
-        self._warned: set[str] = set()
+        self._warn = WarnOnce()
         # The agent's full history stays in state: recall reads the originals there.
         self.tools = [create_recall_tool()] if recall_tool else []
         self.cache_control = cache_control
@@ -206,36 +215,18 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
             self._tool_tokens.popitem(last=False)
         return tokens
 
-    def _budget(self, request: ModelRequest[Any]) -> tuple[int, int]:
+    def _budget(self, request: ModelRequest[Any]) -> Budget:
         """Return this request's threshold and the tokens its other parts take."""
         total = resolve_threshold(self.threshold, request.model)
         too_big = window_warning(total, request.model)
-        if too_big is not None and self._warn_once(too_big):
-            logger.warning("%s", too_big)
+        if too_big is not None:
+            self._warn.warning("%s", too_big)
         reserved = self._tools_tokens(request.tools)
         if request.system_message is not None:
             reserved += int(self.token_counter([request.system_message]))
-        return total, reserved
+        return Budget(total, reserved)
 
-    # -- request and state -------------------------------------------------------------
-
-    @staticmethod
-    def _stored(request: ModelRequest[Any]) -> Any:
-        """The value of the private summary key, as the state holds it."""
-        state = request.state
-        return state.get(SUMMARY_STATE_KEY) if isinstance(state, Mapping) else None
-
-    @classmethod
-    def _carried(cls, request: ModelRequest[Any]) -> tuple[Any, CarriedSummary | None]:
-        """The stored value and the summary it carries.
-
-        The key is private (``PrivateStateAttr``: not in the agent's input or
-        output) and written by graph code alone, so the summary is trusted without
-        a signature: a restart or another worker reuses it with no key to share
-        (see :meth:`CarriedSummary.from_state`).
-        """
-        stored = cls._stored(request)
-        return stored, CarriedSummary.from_state(stored, SUMMARY_STATE_KEY)
+    # -- the turn ----------------------------------------------------------------------
 
     def _request(
         self, request: ModelRequest[Any], messages: list[BaseMessage], result: CompressionResult
@@ -249,100 +240,25 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
     def _response(
         self,
         response: ModelResponse[Any],
-        stored: Any,
+        read: TurnInput,
         result: CompressionResult,
-        calibration: tuple[Any, Calibration],
+        sent: Calibration,
         model: Any,
     ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
-        update: dict[str, Any] = {}
-        carried = None if result.carried_summary is None else result.carried_summary.to_dict()
-        if carried != (stored if isinstance(stored, Mapping) else None):
-            update[SUMMARY_STATE_KEY] = carried
+        update = summary_update(SUMMARY_STATE_KEY, read.stored, result)
         reply = next((m for m in response.result if isinstance(m, AIMessage)), None)
-        stored_calibration, sent = calibration
-        observed, ignored = sent.observe(reply, model_identity(model))
-        if ignored is not None and self._warn_once(ignored):
-            logger.warning("token calibration: %s; the correction is unchanged", ignored)
         # The reply came back within this call: nothing awaits a count.
-        new = observed.settled().to_dict()
-        if new != (stored_calibration or Calibration().to_dict()):
+        new = observe(sent, reply, model_identity(model), self._warn).to_dict()
+        if new != (read.stored_calibration or Calibration().to_dict()):
             update[CALIBRATION_STATE_KEY] = new
         if not update:
             return response
         return ExtendedModelResponse(model_response=response, command=Command(update=update))
 
-    def _warn_once(self, reason: str) -> bool:
-        key = " ".join(reason.split(" ", 2)[:2])  # the kind of reason, not its numbers
-        if key in self._warned:
-            return False
-        self._warned.add(key)
-        return True
-
-    # -- calibration and overflow ------------------------------------------------------
-
-    @staticmethod
-    def _calibration(request: ModelRequest[Any]) -> tuple[Any, Calibration]:
-        state = request.state
-        stored = state.get(CALIBRATION_STATE_KEY) if isinstance(state, Mapping) else None
-        return stored, Calibration.from_state(stored)
-
-    def _compress_args(
-        self, request: ModelRequest[Any], calibration: Calibration
-    ) -> tuple[list[BaseMessage], dict[str, Any], int]:
-        threshold, reserved = self._budget(request)
-        return self._args(request, calibration.first_budget(threshold), reserved)
-
-    def _refit(
-        self,
-        request: ModelRequest[Any],
-        calibration: Calibration,
-        seed: str,
-        result: CompressionResult,
-        args: dict[str, Any],
-        last: bool,
-    ) -> dict[str, Any] | None:
-        """Return the arguments to compress again with, or ``None`` when ``result`` fits.
-
-        The first budget credits the newest request the provider counted; when the
-        output no longer repeats it (compaction replaced part of it), the output is
-        held to what the prefix it does repeat allows (see :mod:`.calibration`);
-        the ``last`` compression credits no prefix at all.
-        """
-        if result.report.over_budget:
-            return None
-        threshold, reserved = self._budget(request)
-        digests = prefix_digests(seed, result.messages)
-        tokens = result.report.tokens_after + reserved
-        budget = calibration.refit(threshold, args["threshold"], tokens, digests)
-        if budget is None:
-            return None
-        if last:
-            budget = min(budget, calibration.budget(threshold))
-        if budget <= reserved:
-            return None
-        again = {**args, "threshold": budget}
-        if result.carried_summary is not None:  # the summary is not paid for twice
-            again["carried_summary"] = result.carried_summary
-        return again
-
-    def _args(
-        self, request: ModelRequest[Any], budget: int, reserved: int
-    ) -> tuple[list[BaseMessage], dict[str, Any], int]:
-        messages: list[BaseMessage] = list(request.messages)
-        _, carried = self._carried(request)
-        args = {
-            "carried_summary": carried,
-            "reserved_tokens": reserved,
-            "threshold": budget,
-            # An agent mid-run degrades (with a warning) rather than stop.
-            "over_budget": "minimal",
-        }
-        return messages, args, reserved
-
-    def _retry_args(
-        self, request: ModelRequest[Any], error: Exception, sent: Calibration
-    ) -> tuple[Calibration, tuple[list[BaseMessage], dict[str, Any], int]] | None:
-        """Return the tightened calibration and the retry's arguments, or ``None``.
+    def _retry(
+        self, budget: Budget, error: Exception, sent: Calibration
+    ) -> tuple[Calibration, int] | None:
+        """Return the tightened calibration and the retry's budget, or ``None``.
 
         ``None`` when ``error`` is not a context-length error, or when the messages
         have no room left to shrink into (the system prompt and tools alone are
@@ -351,31 +267,55 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         overflow = overflow_of(error)
         if overflow is None:
             return None
-        threshold, reserved = self._budget(request)
-        budget = sent.retry_budget(threshold, overflow.requested, overflow.window)
-        if budget <= reserved:
+        within = sent.retry_budget(budget.threshold, overflow.requested, overflow.window)
+        if within <= budget.reserved:
             return None
         logger.warning(
             "the model rejected the request as too long (%s); retrying once within a "
             "budget of %d tokens",
             error,
-            budget,
+            within,
         )
-        tighter = sent.after_overflow(overflow.requested, overflow.window)
-        return tighter, self._args(request, budget, reserved)
+        return sent.after_overflow(overflow.requested, overflow.window), within
 
-    def _sent(
-        self,
-        result: CompressionResult,
-        reserved: int,
-        calibration: Calibration,
-        seed: str,
-        budget: int,
-    ) -> Calibration:
-        result.report.correction = calibration.correction
-        digests = prefix_digests(seed, result.messages)
-        tokens = result.report.tokens_after + reserved
-        return calibration.sending(tokens, digests=digests, budget=budget)
+    def _turn(
+        self, request: ModelRequest[Any]
+    ) -> Turn[ModelResponse[Any] | ExtendedModelResponse[Any]]:
+        """One model call: yields :class:`Compress` steps and the requests to send.
+
+        State is read once. A context-length error thrown in at the model call leads
+        to one retry within a budget tightened by the overshoot it reports (below
+        what the rejected request sent); a second one reaches the caller.
+        """
+        read = read_turn(request.state, list(request.messages), SUMMARY_STATE_KEY)
+        token = counting_model(request.model) if self._counts_with_model else None
+        try:
+            budget = self._budget(request)
+            seed = request_seed(request.system_message, request.tools)
+            calibration = read.calibration
+            # An agent mid-run degrades (with a warning) rather than stop.
+            first = calibration.first_budget(budget.threshold)
+            args = compress_args(read.carried, first, budget.reserved, "minimal")
+            fit = partial(refit, calibration, budget, seed)
+            result, args = yield Compress(read.messages, args, fit, FIT_ATTEMPTS)
+            sent = sending(calibration, budget, seed, result, args["threshold"])
+            emit(result.report)
+            try:
+                response = yield self._request(request, read.messages, result)
+            except Exception as error:
+                retry = self._retry(budget, error, sent)
+                if retry is None:
+                    raise
+                tighter, within = retry
+                args = compress_args(read.carried, within, budget.reserved, "minimal")
+                result, args = yield Compress(read.messages, carry_over(args, result))
+                sent = sending(tighter, budget, seed, result, within)
+                emit(result.report)
+                response = yield self._request(request, read.messages, result)
+        finally:
+            if token is not None:
+                reset_counting_model(token)
+        return self._response(response, read, result, sent, request.model)
 
     # -- AgentMiddleware ---------------------------------------------------------------
 
@@ -390,33 +330,11 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         tightened by the overshoot it reports (below what the rejected request sent);
         a second one reaches the caller, as the model raised it.
         """
-        stored = self._stored(request)
-        stored_calibration, calibration = self._calibration(request)
-        token = counting_model(request.model) if self._counts_with_model else None
-        try:
-            messages, args, reserved = self._compress_args(request, calibration)
-            seed = request_seed(request.system_message, request.tools)
-            refit = partial(self._refit, request, calibration, seed)
-            result, args = compress_fitted(self.pipeline, messages, args, refit, FIT_ATTEMPTS)
-            sent = self._sent(result, reserved, calibration, seed, args["threshold"])
-            emit(result.report)
-            try:
-                response = handler(self._request(request, messages, result))
-            except Exception as error:
-                retry = self._retry_args(request, error, sent)
-                if retry is None:
-                    raise
-                tighter, (messages, args, reserved) = retry
-                if result.carried_summary is not None:  # the summary is not paid for twice
-                    args["carried_summary"] = result.carried_summary
-                result = compress_traced(self.pipeline, messages, **args)
-                sent = self._sent(result, reserved, tighter, seed, args["threshold"])
-                emit(result.report)
-                response = handler(self._request(request, messages, result))
-        finally:
-            if token is not None:
-                reset_counting_model(token)
-        return self._response(response, stored, result, (stored_calibration, sent), request.model)
+
+        def answer(step: Any) -> Any:
+            return step.run(self.pipeline) if isinstance(step, Compress) else handler(step)
+
+        return drive(self._turn(request), answer)
 
     async def awrap_model_call(
         self,
@@ -424,32 +342,8 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
         handler: Callable[[ModelRequest[Any]], Awaitable[ModelResponse[Any]]],
     ) -> ModelResponse[Any] | ExtendedModelResponse[Any]:
         """Async :meth:`wrap_model_call`: the summarizer is awaited."""
-        stored = self._stored(request)
-        stored_calibration, calibration = self._calibration(request)
-        token = counting_model(request.model) if self._counts_with_model else None
-        try:
-            messages, args, reserved = self._compress_args(request, calibration)
-            seed = request_seed(request.system_message, request.tools)
-            refit = partial(self._refit, request, calibration, seed)
-            result, args = await acompress_fitted(
-                self.pipeline, messages, args, refit, FIT_ATTEMPTS
-            )
-            sent = self._sent(result, reserved, calibration, seed, args["threshold"])
-            emit(result.report)
-            try:
-                response = await handler(self._request(request, messages, result))
-            except Exception as error:
-                retry = self._retry_args(request, error, sent)
-                if retry is None:
-                    raise
-                tighter, (messages, args, reserved) = retry
-                if result.carried_summary is not None:  # the summary is not paid for twice
-                    args["carried_summary"] = result.carried_summary
-                result = await acompress_traced(self.pipeline, messages, **args)
-                sent = self._sent(result, reserved, tighter, seed, args["threshold"])
-                emit(result.report)
-                response = await handler(self._request(request, messages, result))
-        finally:
-            if token is not None:
-                reset_counting_model(token)
-        return self._response(response, stored, result, (stored_calibration, sent), request.model)
+
+        async def answer(step: Any) -> Any:
+            return await (step.arun(self.pipeline) if isinstance(step, Compress) else handler(step))
+
+        return await adrive(self._turn(request), answer)
