@@ -57,6 +57,7 @@ test: lint typecheck
 
 bench: install
 	$(BIN)/python -m benchmarks.run --out BENCHMARKS.md
+	$(BIN)/python -m benchmarks.parse
 
 bench-quick: install
 	$(BIN)/python -m benchmarks.run --quick

@@ -212,16 +212,13 @@ def archive_originals(
         ``result``, its references marked ``(not recallable)`` and
         ``report.archive_failures`` counted when the store failed.
     """
-    records = plan_records(before, result.messages)
-    if not records:
-        return result
-    if thread_id is None:
-        return _with_failure(result, records, "no thread_id in the run's config")
-    try:
-        store.batch(_ops(thread_id, records))
-    except Exception as exc:  # degrade, never fail
-        return _with_failure(result, records, f"{type(exc).__name__}: {exc}")
-    return result
+    records, error = _plan(thread_id, before, result)
+    if records and error is None:
+        try:
+            store.batch(_ops(thread_id or "", records))
+        except Exception as exc:  # degrade, never fail
+            error = f"{type(exc).__name__}: {exc}"
+    return _with_failure(result, records, error)
 
 
 async def aarchive_originals(
@@ -231,16 +228,21 @@ async def aarchive_originals(
     result: CompressionResult,
 ) -> CompressionResult:
     """Async :func:`archive_originals`."""
+    records, error = _plan(thread_id, before, result)
+    if records and error is None:
+        try:
+            await store.abatch(_ops(thread_id or "", records))
+        except Exception as exc:  # degrade, never fail
+            error = f"{type(exc).__name__}: {exc}"
+    return _with_failure(result, records, error)
+
+
+def _plan(
+    thread_id: str | None, before: Sequence[BaseMessage], result: CompressionResult
+) -> tuple[dict[str, dict[str, Any]], str | None]:
+    """Return the records a pass archives, and why they cannot be written (if known now)."""
     records = plan_records(before, result.messages)
-    if not records:
-        return result
-    if thread_id is None:
-        return _with_failure(result, records, "no thread_id in the run's config")
-    try:
-        await store.abatch(_ops(thread_id, records))
-    except Exception as exc:  # degrade, never fail
-        return _with_failure(result, records, f"{type(exc).__name__}: {exc}")
-    return result
+    return records, "no thread_id in the run's config" if records and thread_id is None else None
 
 
 def read_record(

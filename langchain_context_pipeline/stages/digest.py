@@ -122,17 +122,9 @@ def _fit(lines: list[str], room: int, keep: str) -> list[str]:
     """Keep whole lines within ``room`` chars, preferring the ``keep`` end."""
     if keep != "first":
         return _fit_newest(reversed(lines), len(lines), room)
-    chosen: list[str] = []
-    used = 0
-    for line in lines:
-        if used + len(line) + 1 > room:
-            break
-        chosen.append(line)
-        used += len(line) + 1
+    chosen = _take(lines, room)
     omitted = len(lines) - len(chosen)
-    if omitted:
-        chosen.append(f"({omitted} later entries omitted)")
-    return chosen
+    return [*chosen, f"({omitted} later entries omitted)"] if omitted else chosen
 
 
 def _fit_newest(newest_first: Iterable[str], total: int, room: int) -> list[str]:
@@ -141,16 +133,22 @@ def _fit_newest(newest_first: Iterable[str], total: int, room: int) -> list[str]
     Reads ``newest_first`` only as far as the lines fit (so a long history costs
     what fits, not its length).
     """
+    chosen = _take(newest_first, room)
+    chosen.reverse()
+    omitted = total - len(chosen)
+    return [f"({omitted} earlier entries omitted)", *chosen] if omitted else chosen
+
+
+def _take(lines: Iterable[str], room: int) -> list[str]:
+    """Return the first whole lines of ``lines`` within ``room`` chars (one newline each)."""
     chosen: list[str] = []
     used = 0
-    for line in newest_first:
+    for line in lines:
         if used + len(line) + 1 > room:
             break
         chosen.append(line)
         used += len(line) + 1
-    chosen.reverse()
-    omitted = total - len(chosen)
-    return [f"({omitted} earlier entries omitted)", *chosen] if omitted else chosen
+    return chosen
 
 
 def build_index(middle: Sequence[BaseMessage], max_chars: int, *, what: str = "condensed") -> str:
