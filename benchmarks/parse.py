@@ -21,6 +21,7 @@ counts are left out and the ratios are still printed.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -35,9 +36,10 @@ from langchain_context_pipeline.messages.units import Split
 from langchain_context_pipeline.tokens.meter import Meter
 
 try:
-    from langchain_context_pipeline.messages.anatomy import build_count
+    from langchain_context_pipeline.messages.anatomy import build_count, one_pass
 except ImportError:  # a checkout from before the anatomy
     build_count = None  # type: ignore[assignment]
+    one_pass = contextlib.nullcontext  # type: ignore[assignment]
 
 TRANSCRIPTS = Path(__file__).parent / "transcripts"
 DEFAULT = "openhands_swebv_django-11149_claude35.json"
@@ -96,9 +98,10 @@ def _fresh(messages: list[BaseMessage]) -> list[BaseMessage]:
 
 
 def _prune(pruner: Pruner, history: list[BaseMessage]) -> int:
-    meter = Meter(estimate_tokens)
-    where = Split.of(history, 2).with_tail(history, 8000, meter)
-    return estimate_tokens(pruner.prune(history, where)[0])
+    with one_pass():  # as the pipeline's pass does
+        meter = Meter(estimate_tokens)
+        where = Split.of(history, 2).with_tail(history, 8000, meter)
+        return estimate_tokens(pruner.prune(history, where)[0])
 
 
 def ratios(history: list[BaseMessage], threshold: int, repeat: int) -> dict[str, float]:

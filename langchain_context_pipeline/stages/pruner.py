@@ -143,9 +143,10 @@ class Pruner(MessagesRunnable):
         self._memo: dict[int, _Pruned] = {}
 
     def _transform(self, messages: list[BaseMessage], config: RunnableConfig) -> list[BaseMessage]:
-        meter = Meter(self.token_counter)
-        where = Split.of(messages, 0).with_tail(messages, self.tail_budget, meter)
-        return self.prune(messages, where)[0]
+        with one_pass():  # the split and the pruning read each message once
+            meter = Meter(self.token_counter)
+            where = Split.of(messages, 0).with_tail(messages, self.tail_budget, meter)
+            return self.prune(messages, where)[0]
 
     def prune(
         self, messages: Sequence[BaseMessage], where: Split

@@ -29,6 +29,7 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage
 
 from langchain_context_pipeline.errors import BudgetError, check_int
+from langchain_context_pipeline.messages.anatomy import one_pass
 from langchain_context_pipeline.messages.blocks import call_ids, is_reasoning, result_ids
 from langchain_context_pipeline.messages.coerce import coerce_messages
 from langchain_context_pipeline.messages.marks import pipeline_kind
@@ -383,4 +384,5 @@ def hard_truncate(
     meter = Meter(resolve_token_counter(token_counter))
     if meter.total(items) <= threshold:
         return items
-    return truncate(items, Split.of(items, head_count), threshold, meter)[0]
+    with one_pass():  # the split and the cut read each message once
+        return truncate(items, Split.of(items, head_count), threshold, meter)[0]
