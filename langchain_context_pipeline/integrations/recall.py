@@ -51,7 +51,7 @@ from langchain_context_pipeline.messages.references import (
     call_of,
     format_ref,
     parse_ref,
-    render_message,
+    render_original,
     render_span,
     resolve,
     stands_in,
@@ -208,7 +208,7 @@ def create_recall_tool(
         if parsed[1] is None and len(found) == 1:
             message = found[0]
             return _page(
-                name, key, _describe(message, call), render_message(message), offset, limit
+                name, key, _describe(message, call), render_original(message), offset, limit
             )
         header = f"{len(found)} messages"
         return _page(name, key, header, render_span(found), offset, limit)

@@ -34,6 +34,7 @@ __all__ = [
     "own_span",
     "parse_ref",
     "render_message",
+    "render_original",
     "resolve",
     "span_bounds",
     "span_ref",
@@ -258,7 +259,7 @@ def _body(message: BaseMessage) -> str:
     return text
 
 
-def render_message(message: BaseMessage) -> str:
+def render_original(message: BaseMessage) -> str:
     """Return the text recall gives back for one message (its full original text).
 
     String content comes back byte for byte; block content as its text plus the
@@ -276,3 +277,7 @@ def render_span(messages: Sequence[BaseMessage]) -> str:
             role = f"tool {message.name}"
         parts.append(f"--- {role} {format_ref(message_ref(message))} ---\n{_body(message)}")
     return "\n".join(parts)
+
+
+render_message = render_original
+"""Deprecated name of :func:`render_original` (one ``render_message`` was two functions)."""

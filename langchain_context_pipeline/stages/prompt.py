@@ -91,7 +91,7 @@ def _result_body(part: ToolResult, chars: int) -> str:
     return body
 
 
-def render_message(message: BaseMessage, names: dict[str, str] | None = None) -> str:
+def transcript_element(message: BaseMessage, names: dict[str, str] | None = None) -> str:
     """Render one message as an XML element of the transcript, whatever its type.
 
     The role is the message's (a custom message type's ``type``); its text, each
@@ -144,7 +144,7 @@ def _result_names(middle: Sequence[BaseMessage]) -> dict[int, dict[str, str]]:
 def _safe_render(message: BaseMessage, names: dict[str, str] | None) -> str:
     """Render ``message``; a message nothing can read is named, not rendered."""
     try:
-        return render_message(message, names)
+        return transcript_element(message, names)
     except Exception as exc:  # a custom message whose content no reader understands
         why = escape(type(exc).__name__)
         return f"<message{_attrs(type=_role(message))}>[unreadable message: {why}]</message>"
