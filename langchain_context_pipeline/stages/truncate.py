@@ -295,13 +295,16 @@ def truncate(
     budget = threshold - overhead
     out: list[BaseMessage] = list(messages)
     plan = _Plan(set(range(len(messages))), {})
-    for _ in range(8):
+    for attempt in range(8):
         plan = _select(messages, where, budget, meter, first)
         out = _assemble(messages, plan)
         excess = meter.total(out) - threshold
         if excess <= 0:
             break
-        budget -= excess
+        # The plan prices its removal note before writing it; the note it writes can
+        # cost a little more (its index is cut by characters), and a budget lower by
+        # one token may leave that note as it was: the step doubles each attempt.
+        budget = max(budget - (excess << attempt), 0)
         first = None  # the given cut does not fit: keep what fits instead
     else:
         required = meter.total(out)

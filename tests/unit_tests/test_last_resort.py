@@ -204,3 +204,35 @@ def test_the_note_pricer_gives_the_built_notes_tokens(
             assert pricer(drop) == built
         else:
             pricer(drop)
+
+
+def test_a_removal_note_dearer_than_it_was_priced_still_leaves_a_request_within_budget() -> None:
+    # Found by the last-resort property: the note standing for six dropped messages
+    # (one of them 109 lone surrogates, escaped in its index) cost one token more
+    # than truncation had priced it, and lowering the budget by that one token left
+    # the same note, eight times over: a BudgetError while a request of 175 tokens
+    # fits. The budget step now doubles at each attempt.
+    messages: list[BaseMessage] = [
+        SystemMessage("src/app.py ref=ab12cd34..ef567890" * 3, id="sys"),
+        HumanMessage("a", id="task"),
+        AIMessage(
+            "",
+            id="m9",
+            tool_calls=[
+                {"name": "bash", "args": {"command": "a"}, "id": "c0", "type": "tool_call"},
+                {"name": "bash", "args": {"command": "a"}, "id": "c1", "type": "tool_call"},
+            ],
+        ),
+        ToolMessage("", id="m10", tool_call_id="c0"),
+        ToolMessage("", id="m11", tool_call_id="c1"),
+        HumanMessage("a", id="m12"),
+        HumanMessage("\ud800" * 109, id="m13"),
+        HumanMessage(("alpha 日本 alpha" * 57)[:791], id="m14"),
+    ]
+    pipeline = ContextPipeline(
+        threshold=834, tail_budget=0, head_count=1, tool_output_limit=0, model=None
+    )
+    result = pipeline.compress(messages)
+    assert estimate_tokens(result.messages) <= 834
+    assert result.messages[0] is messages[0]
+    assert "truncate" in result.report.stages
