@@ -26,6 +26,7 @@ from langchain_context_pipeline.messages.cache_hint import PrefixWatch
 from langchain_context_pipeline.messages.coerce import coerce_messages
 from langchain_context_pipeline.stages.carried import CarriedSummary
 from langchain_context_pipeline.stages.condenser import Condenser
+from langchain_context_pipeline.stages.hysteresis import StandingCuts
 from langchain_context_pipeline.stages.model_call import Reply, SummaryRequest, adrive, drive
 from langchain_context_pipeline.stages.pruner import Pruner
 from langchain_context_pipeline.stages.runnable import MessagesRunnable
@@ -166,6 +167,7 @@ class ContextPipeline(PassPlanner, MessagesRunnable):
         reserved_tokens: int = 0,
         threshold: int | None = None,
         over_budget: OverBudget = "raise",
+        standing_cuts: StandingCuts | None = None,
     ) -> CompressionResult:
         """Compress ``messages``; return the new list, the report and the carried summary.
 
@@ -185,13 +187,17 @@ class ContextPipeline(PassPlanner, MessagesRunnable):
                 newest turn cut to its minimum, see
                 :func:`~langchain_context_pipeline.stages.truncate.minimal_request`), over
                 the budget by ``report.over_budget`` tokens.
+            standing_cuts: where the conversation's previous request had its cuts
+                (its ``report.cuts``): without a summarizer, the cuts move only
+                forward from there, so the previous requests' cached prefix stays
+                whatever this call's budget (the hook and the middleware pass it).
 
         Raises:
             BudgetError: (a ``ValueError``) with ``over_budget="raise"``, when the
                 budget cannot be met; it names the sizes.
         """
         items, report = self._start(messages, reserved_tokens, threshold)
-        plan = self._plan_within(items, report, carried_summary, over_budget)
+        plan = self._plan_within(items, report, carried_summary, over_budget, standing_cuts)
         condenser, memory = self.condenser, self.summary_memory
 
         def answer(request: PlanRequest) -> Reply:
@@ -209,10 +215,11 @@ class ContextPipeline(PassPlanner, MessagesRunnable):
         reserved_tokens: int = 0,
         threshold: int | None = None,
         over_budget: OverBudget = "raise",
+        standing_cuts: StandingCuts | None = None,
     ) -> CompressionResult:
         """Async :meth:`compress`: only the summarizer call differs."""
         items, report = self._start(messages, reserved_tokens, threshold)
-        plan = self._plan_within(items, report, carried_summary, over_budget)
+        plan = self._plan_within(items, report, carried_summary, over_budget, standing_cuts)
         condenser, memory = self.condenser, self.summary_memory
 
         async def answer(request: PlanRequest) -> Reply:

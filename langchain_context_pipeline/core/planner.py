@@ -30,7 +30,7 @@ from langchain_context_pipeline.messages.units import Split, head_end
 from langchain_context_pipeline.stages.breaker import conversation_key
 from langchain_context_pipeline.stages.carried import CarriedSummary
 from langchain_context_pipeline.stages.condenser import Condenser
-from langchain_context_pipeline.stages.hysteresis import replay_cuts
+from langchain_context_pipeline.stages.hysteresis import StandingCuts, replay_cuts
 from langchain_context_pipeline.stages.model_call import Reply, SummaryRequest
 from langchain_context_pipeline.stages.pruner import Pruner, sum_stats
 from langchain_context_pipeline.stages.settings import PipelineSettings
@@ -158,7 +158,8 @@ class PassPlanner:
         limit: int,
         tail: int,
         meter: Meter,
-    ) -> tuple[list[BaseMessage], PruneStats, Split, int | None]:
+        standing: StandingCuts | None = None,
+    ) -> tuple[list[BaseMessage], PruneStats, Split, int | None, StandingCuts]:
         """Prune ``messages`` where the hysteresis cuts stand; return the truncation cut too.
 
         Returns the pruned list, what pruning changed, the split with its prune
@@ -166,12 +167,16 @@ class PassPlanner:
         (None: no cut). The units are those from ``base`` on (after the head and a
         carried summary); the replay prices each as it is and as the one pruning of
         this pass leaves it (everything after the head), which is kept up to the
-        boundary the replay settles on.
+        boundary the replay settles on. ``standing``: the cuts of the conversation's
+        previous request, which the replay starts from (it moves them only forward).
+        Also returns where the output's cuts stand, by message id.
         """
         pruned, each = self.pruner.prune_each(messages, replace(where, tail_start=len(messages)))
         units = [u for u in where.units if u[0] >= base]
         if not units:
-            return pruned, sum_stats(each), replace(where, tail_start=len(messages)), None
+            nothing = replace(where, tail_start=len(messages))
+            return pruned, sum_stats(each), nothing, None, StandingCuts()
+        ends = [messages[u[1] - 1].id for u in units]
         stays = [
             any(i in where.systems or is_pipeline_summary(messages[i]) for i in range(*u))
             for u in units
@@ -186,25 +191,39 @@ class PassPlanner:
             tail_budget=tail,
             # The note is priced without building it at every step (see ``NotePricer``).
             note=NotePricer(pruned, units, stays, note_room(limit, 0, meter)[0], meter),
+            start=None if standing is None else standing.start(ends),
         )
         tail_start = units[cuts.prune][0] if cuts.prune < len(units) else len(messages)
         first = units[cuts.drop][0] if cuts.drop else None
         out = pruned[:tail_start] + messages[tail_start:]
-        return out, sum_stats(each[:tail_start]), replace(where, tail_start=tail_start), first
+        stands = StandingCuts(
+            ends[cuts.prune - 1] if cuts.prune else None, ends[cuts.drop - 1] if cuts.drop else None
+        )
+        return (
+            out,
+            sum_stats(each[:tail_start]),
+            replace(where, tail_start=tail_start),
+            first,
+            stands,
+        )
 
     def plan(
         self,
         messages: list[BaseMessage],
         report: CompressionReport,
         carried: CarriedSummary | None = None,
+        standing: StandingCuts | None = None,
     ) -> Generator[PlanRequest, Reply, CompressionResult]:
         """Plan the compressed list; yields a request when the summarizer (or store) is needed.
 
         ``report`` comes in with the threshold and the reserved tokens; the plan
-        fills in the rest.
+        fills in the rest. ``standing``: where the conversation's previous request
+        had its cuts (see :class:`StandingCuts`).
         """
         limit, tail = self._limits(report.threshold, report.reserved)
         report.limit = limit
+        if self.condenser is None:  # nothing cut, unless the hysteresis cuts below
+            report.cuts = StandingCuts()
         meter = Meter(self.token_counter)
         work = messages
         # The no-op path costs one count; with the default estimate, that count is
@@ -267,8 +286,8 @@ class PassPlanner:
             # the request down to the low-water mark (see ``stages.hysteresis``): no cut
             # (``first`` None) when what fits once pruned needs none.
             base = substituted_end if report.summary_reused else where.head_end
-            work, report.prune, where, first = self._hysteresis_prune(
-                work, where, base, limit, tail, meter
+            work, report.prune, where, first, report.cuts = self._hysteresis_prune(
+                work, where, base, limit, tail, meter, standing
             )
         else:
             # With a summarizer, the tail starts at a checkpoint every
@@ -354,13 +373,14 @@ class PassPlanner:
         report: CompressionReport,
         carried: CarriedSummary | None,
         over_budget: OverBudget,
+        standing: StandingCuts | None = None,
     ) -> Generator[PlanRequest, Reply, CompressionResult]:
         """Run :meth:`plan`, or give the smallest valid request for a budget it cannot meet.
 
         Only with ``over_budget="minimal"``; otherwise :class:`BudgetError` is raised.
         """
         try:
-            return (yield from self.plan(messages, report, carried))
+            return (yield from self.plan(messages, report, carried, standing))
         except BudgetError as error:
             if over_budget != "minimal":
                 raise

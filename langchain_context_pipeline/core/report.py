@@ -8,6 +8,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from langchain_context_pipeline.stages.carried import CarriedSummary
+from langchain_context_pipeline.stages.hysteresis import StandingCuts
 from langchain_context_pipeline.stages.stats import CondenseStats, PruneStats, TruncateStats
 
 __all__ = ["CompressionReport", "CompressionResult"]
@@ -69,6 +70,10 @@ class CompressionReport:
     """Tokens of the same request spent beside the messages (``reserved_tokens``: a
     system prompt or tool schemas sent separately): ``limit`` is ``threshold``
     less these."""
+    cuts: StandingCuts | None = None
+    """Where the output's pruning and truncation cuts stand, by message id; the hook
+    and the middleware pass them to the next call as ``standing_cuts``. ``None`` with
+    a summarizer (its checkpoints are placed by the tail, not carried)."""
 
     @property
     def summarizer_calls(self) -> int:

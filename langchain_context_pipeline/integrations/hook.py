@@ -208,7 +208,11 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
         ephemeral = self.mode == "ephemeral"
         over_budget: OverBudget = "minimal" if ephemeral else "raise"
         args = compress_args(
-            read.carried, self._threshold(calibration), budget.reserved, over_budget
+            read.carried,
+            self._threshold(calibration),
+            budget.reserved,
+            over_budget,
+            calibration if ephemeral else None,
         )
         fit = partial(refit, calibration, budget, self.seed) if ephemeral else None
         result, _ = yield Compress(read.messages, args, fit, FIT_ATTEMPTS)

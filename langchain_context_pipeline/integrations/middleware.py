@@ -295,7 +295,7 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
             calibration = read.calibration
             # An agent mid-run degrades (with a warning) rather than stop.
             first = calibration.first_budget(budget.threshold)
-            args = compress_args(read.carried, first, budget.reserved, "minimal")
+            args = compress_args(read.carried, first, budget.reserved, "minimal", calibration)
             fit = partial(refit, calibration, budget, seed)
             result, args = yield Compress(read.messages, args, fit, FIT_ATTEMPTS)
             sent = sending(calibration, budget, seed, result, args["threshold"])
@@ -307,7 +307,7 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
                 if retry is None:
                     raise
                 tighter, within = retry
-                args = compress_args(read.carried, within, budget.reserved, "minimal")
+                args = compress_args(read.carried, within, budget.reserved, "minimal", calibration)
                 result, args = yield Compress(read.messages, carry_over(args, result))
                 sent = sending(tighter, budget, seed, result, within)
                 emit(result.report)

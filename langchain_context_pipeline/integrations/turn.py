@@ -33,11 +33,9 @@ from langchain_context_pipeline.core.events import (
 from langchain_context_pipeline.core.pipeline import ContextPipeline, OverBudget
 from langchain_context_pipeline.core.report import CompressionResult
 from langchain_context_pipeline.stages.carried import CarriedSummary
-from langchain_context_pipeline.tokens.calibration import (
-    CALIBRATION_STATE_KEY,
-    Calibration,
-    prefix_digests,
-)
+from langchain_context_pipeline.stages.hysteresis import StandingCuts
+from langchain_context_pipeline.tokens.calibration import CALIBRATION_STATE_KEY, Calibration
+from langchain_context_pipeline.tokens.prefix import request_digests
 
 __all__ = [
     "Budget",
@@ -226,14 +224,22 @@ class Budget(NamedTuple):
 
 
 def compress_args(
-    carried: CarriedSummary | None, threshold: int | None, reserved: int, over_budget: OverBudget
+    carried: CarriedSummary | None,
+    threshold: int | None,
+    reserved: int,
+    over_budget: OverBudget,
+    calibration: Calibration | None = None,
 ) -> dict[str, Any]:
-    """Return the keyword arguments of one :meth:`ContextPipeline.compress` call."""
+    """Return the keyword arguments of one :meth:`ContextPipeline.compress` call.
+
+    ``calibration``: the thread's record, whose last request's cuts the call starts from.
+    """
     return {
         "carried_summary": carried,
         "reserved_tokens": reserved,
         "threshold": threshold,
         "over_budget": over_budget,
+        "standing_cuts": None if calibration is None else StandingCuts.from_value(calibration.cuts),
     }
 
 
@@ -255,9 +261,9 @@ def refit(
     if result.report.over_budget:
         return None
     tried = budget.threshold if args["threshold"] is None else args["threshold"]
-    digests = prefix_digests(seed, result.messages)
+    digests, own = request_digests(seed, result.messages)
     tokens = result.report.tokens_after + budget.reserved
-    again = calibration.refit(budget.threshold, tried, tokens, digests)
+    again = calibration.refit(budget.threshold, tried, tokens, digests, own)
     if again is None:
         return None
     if last:
@@ -284,9 +290,12 @@ def sending(
 ) -> Calibration:
     """Record on the calibration what ``result`` sends (compressed ``within`` that budget)."""
     result.report.correction = calibration.correction
-    digests = prefix_digests(seed, result.messages)
+    digests, own = request_digests(seed, result.messages)
     tokens = result.report.tokens_after + budget.reserved
-    return calibration.sending(tokens, after, digests, within)
+    cuts = None if result.report.cuts is None else result.report.cuts.to_value()
+    return calibration.sending(
+        tokens, after, digests, within, None if cuts is None else (cuts[0], cuts[1]), own
+    )
 
 
 def summary_update(key: str, stored: Any, result: CompressionResult) -> dict[str, Any]:

@@ -31,7 +31,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
-__all__ = ["Cuts", "replay_cuts", "settle"]
+__all__ = ["Cuts", "StandingCuts", "replay_cuts", "settle"]
 
 
 @dataclass(frozen=True)
@@ -44,6 +44,42 @@ class Cuts:
     """Units ``[0, drop)`` are dropped by truncation, except those that must stay."""
 
 
+@dataclass(frozen=True)
+class StandingCuts:
+    """Where a request's cuts stand, by message id: what the next request starts from.
+
+    The hook and the middleware keep it in graph state beside the calibration, so
+    that the next call moves the cuts only forward from where the last request had
+    them (see ``start`` in :func:`replay_cuts`); ids that are no longer in the
+    conversation (or messages without ids) leave the replay to start from nothing.
+    """
+
+    pruned_through: str | None = None
+    """Id of the last message of the last pruned unit (``None``: nothing pruned)."""
+    dropped_through: str | None = None
+    """Id of the last message of the last dropped unit (``None``: nothing dropped)."""
+
+    @classmethod
+    def from_value(cls, value: object) -> StandingCuts | None:
+        """Read cuts from their stored form (a two-item list); anything else is none."""
+        if not isinstance(value, list | tuple) or len(value) != 2:
+            return None
+        if not all(v is None or isinstance(v, str) for v in value):
+            return None
+        return cls(value[0], value[1])
+
+    def to_value(self) -> list[str | None]:
+        """The JSON-ready form kept in graph state."""
+        return [self.pruned_through, self.dropped_through]
+
+    def start(self, unit_ids: Sequence[str | None]) -> Cuts:
+        """The cuts as unit indices, given each unit's last message id (0: not found)."""
+        where = {uid: i + 1 for i, uid in enumerate(unit_ids) if uid is not None}
+        prune = where.get(self.pruned_through, 0) if self.pruned_through else 0
+        drop = where.get(self.dropped_through, 0) if self.dropped_through else 0
+        return Cuts(max(prune, drop), drop)
+
+
 def replay_cuts(
     raw: Sequence[int],
     pruned: Sequence[int],
@@ -54,6 +90,7 @@ def replay_cuts(
     low_water: int,
     tail_budget: int,
     note: Callable[[int], int],
+    start: Cuts | None = None,
 ) -> Cuts:
     """Replay the growth of a list of units and return where its cuts stand.
 
@@ -70,6 +107,11 @@ def replay_cuts(
             last unit never is).
         note: tokens of the note that stands where truncation dropped units
             ``[0, drop)`` (it lists what they were), given ``drop``.
+        start: cuts that already stand (those of the conversation's previous
+            request, carried in its state): the replay starts from them and only
+            moves them forward, so a budget that changed since (the provider's
+            reported usage moves it) cannot move the cuts of requests already sent,
+            and with them every later request's cached prefix.
 
     Returns:
         The prune boundary and the truncation cut.
@@ -79,31 +121,41 @@ def replay_cuts(
         ...             low_water=300, tail_budget=200, note=lambda drop: 20)
         Cuts(prune=7, drop=0)
     """
-    prune = drop = tail = 0
+    floor = (
+        Cuts(0, 0) if start is None else Cuts(min(start.prune, len(raw)), min(start.drop, len(raw)))
+    )
+    prune, drop = max(floor.prune, floor.drop), floor.drop
+    tail = 0
     full = fixed  # the prefix's tokens with the prune cut as it stands, nothing dropped
     size = fixed  # the same with the drop cut too, the note aside
-    noted = 0  # the note's tokens, once something is dropped
+    noted = note(drop) if drop else 0  # the note's tokens, once something is dropped
     tail_tokens = 0
     for end in range(1, len(raw) + 1):
         newest = end - 1
-        full += raw[newest]
-        size += raw[newest]
+        kept = pruned[newest] if newest < prune else raw[newest]
+        full += kept
+        if newest >= drop or stays[newest]:
+            size += kept
         tail_tokens += raw[newest]
         while tail < newest and tail_tokens > tail_budget:
             tail_tokens -= raw[tail]
             tail += 1
         if size + noted <= limit:
             continue
-        # Prune everything older than the tail: free, and the lowest landing.
-        while prune < tail:
+        # Prune the oldest units older than the tail, down to the low-water mark (or
+        # all of them): free, so a compaction prunes before it drops anything, and
+        # only as far as the landing needs, so the request keeps what fits verbatim.
+        while prune < tail and (full > limit or size + noted > low_water):
             full -= raw[prune] - pruned[prune]
             if prune >= drop:
                 size -= raw[prune] - pruned[prune]
             prune += 1
-        if full <= limit:
+        if full <= limit and not floor.drop:
             # Truncation is the last resort: what fits once pruned drops nothing.
             drop, size, noted = 0, full, 0
             continue
+        if size + noted <= limit:
+            continue  # pruning fits beside the cut that already stands
         # The note lists what it replaces, so its size follows the cut: move the cut
         # by the note's price so far, then price the note again, until both fit.
         while size + noted > low_water and drop < newest:
@@ -112,7 +164,7 @@ def replay_cuts(
                     size -= pruned[drop] if drop < prune else raw[drop]
                 drop += 1
             noted = note(drop)
-        if full - size <= noted:
+        if full - size <= noted and not floor.drop:
             # A note never replaces what costs no more than the note.
             drop, size, noted = 0, full, 0
         prune = max(prune, drop)

@@ -50,6 +50,7 @@ from langchain_context_pipeline.tokens.prefix import (
     prefix_digests,
     request_overhead,
     request_seed,
+    span_digest,
     tools_tokens,
 )
 
@@ -80,6 +81,9 @@ OVERFLOW_TIGHTENING = 1.25
 """The correction grows by this factor after a context-length error that reports no sizes."""
 MAX_COUNTED = 16
 """How many counted requests a record keeps (the newest): each may be the next prefix."""
+MAX_SPANS = 128
+"""How many counted spans a record keeps (the newest): runs of messages whose tokens
+the provider's counts tell apart, found again wherever they stand in a later request."""
 FIT_ATTEMPTS = 3
 """The most compressions of one call: the prefix's budget, the kept prefix's, no prefix's."""
 BUDGET_STEP = 8
@@ -125,14 +129,42 @@ Counted = tuple[int, str, int, int]
 """A request the provider counted: ``(messages, digest, counted tokens, reported tokens)``."""
 
 
+Span = tuple[str, str, int, int, int]
+"""A run of messages the provider counted: ``(first message's digest, the run's digest,
+messages, counted tokens, reported tokens)``. When a request repeats a counted one and
+adds messages, the difference of the two reported counts is what the added messages
+cost the provider, wherever they stand later."""
+
+
+def _naturals(*values: Any) -> bool:
+    return all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in values)
+
+
 def _counted(value: Any) -> Counted | None:
     if not isinstance(value, Sequence) or isinstance(value, str) or len(value) != 4:
         return None
     n, digest, counted, reported = value
-    ints = (n, counted, reported)
-    if not all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in ints):
+    if not _naturals(n, counted, reported):
         return None
     return (n, digest, counted, reported) if isinstance(digest, str) else None
+
+
+def _cut_ids(value: Any) -> tuple[str | None, str | None] | None:
+    if not isinstance(value, list | tuple) or len(value) != 2:
+        return None
+    first, second = value
+    if not all(v is None or isinstance(v, str) for v in (first, second)):
+        return None
+    return first, second
+
+
+def _span(value: Any) -> Span | None:
+    if not isinstance(value, Sequence) or isinstance(value, str) or len(value) != 5:
+        return None
+    first, digest, n, counted, reported = value
+    if not (isinstance(first, str) and isinstance(digest, str) and _naturals(n, counted, reported)):
+        return None
+    return (first, digest, n, counted, reported) if n > 0 else None
 
 
 @dataclass(frozen=True)
@@ -153,6 +185,15 @@ class Calibration:
     """Requests the provider counted that the last request still repeats, oldest first."""
     held: int = 0
     """The budget (the counter's tokens) the last request was compressed within."""
+    cuts: tuple[str | None, str | None] | None = None
+    """Where the last request's cuts stood, by message id (the pipeline's
+    ``report.cuts``): the next call starts from them, so its budget need not be held."""
+    spans: tuple[Span, ...] = ()
+    """Runs of messages the provider counted, oldest first (see :data:`Span`)."""
+    pending_span: Span | None = None
+    """The run the request awaiting a reply added to a counted request: its digests
+    and size, with that request's counted and reported tokens (the reply's count less
+    these is the run's)."""
 
     @classmethod
     def from_state(cls, value: Any) -> Calibration:
@@ -176,6 +217,7 @@ class Calibration:
             if c is not None
         )
         held = value.get("held", 0)
+        spans = value.get("spans")
         return cls(
             correction,
             max(sent, 0),
@@ -184,6 +226,13 @@ class Calibration:
             None if pending is None else (pending[0], pending[1]),
             counted[-MAX_COUNTED:],
             held if isinstance(held, int) and not isinstance(held, bool) and held > 0 else 0,
+            _cut_ids(value.get("cuts")),
+            tuple(
+                sp
+                for sp in (_span(e) for e in (spans if isinstance(spans, list) else ()))
+                if sp is not None
+            )[-MAX_SPANS:],
+            _span(value.get("pending_span")),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -191,6 +240,9 @@ class Calibration:
         out = asdict(self)
         out["pending"] = None if self.pending is None else list(self.pending)
         out["counted"] = [list(c) for c in self.counted]
+        out["cuts"] = None if self.cuts is None else list(self.cuts)
+        out["spans"] = [list(sp) for sp in self.spans]
+        out["pending_span"] = None if self.pending_span is None else list(self.pending_span)
         return out
 
     @property
@@ -207,9 +259,43 @@ class Calibration:
         """
         return max(1, math.floor(threshold / self._unseen))
 
-    def _prefix_budget(self, threshold: int, entry: Counted) -> int:
-        _, _, counted, reported = entry
+    def _prefix_budget(
+        self, threshold: int, entry: Counted, spans: tuple[int, int] = (0, 0)
+    ) -> int:
+        counted, reported = entry[2] + spans[0], entry[3] + spans[1]
         return max(1, math.floor(counted + (threshold - reported) / self._unseen))
+
+    def _span_credit(self, message_digests: Sequence[str], start: int) -> tuple[int, int]:
+        """Counted and reported tokens of the counted spans found in ``message_digests[start:]``.
+
+        Each span is taken where its messages stand unchanged and in order, the
+        longest first, none overlapping; one token per message is added to what the
+        provider reported, for the framing a message may cost where it now stands.
+        """
+        if not self.spans:
+            return 0, 0
+        by_first: dict[str, list[Span]] = {}
+        for sp in self.spans:
+            by_first.setdefault(sp[0], []).append(sp)
+        counted = reported = 0
+        i = start
+        while i < len(message_digests):
+            found: Span | None = None
+            for sp in by_first.get(message_digests[i], ()):
+                n = sp[2]
+                if found is not None and n <= found[2]:
+                    continue
+                if i + n <= len(message_digests) and (
+                    span_digest(message_digests[i : i + n]) == sp[1]
+                ):
+                    found = sp
+            if found is None:
+                i += 1
+                continue
+            counted += found[3]
+            reported += found[4] + found[2]
+            i += found[2]
+        return counted, reported
 
     def first_budget(self, threshold: int) -> int:
         """Return the budget to compress with first: the newest counted request's.
@@ -223,22 +309,43 @@ class Calibration:
         if not self.counted:
             return self.budget(threshold)
         budget = self._prefix_budget(threshold, max(self.counted, key=lambda c: c[0]))
+        if self.cuts is not None:
+            return budget  # the cuts are carried: a new budget cannot move those already made
         if self.held > 0 and budget < self.held + max(1, threshold // BUDGET_STEP):
             return self.held
         return budget
 
-    def fitting_budget(self, threshold: int, digests: Sequence[str]) -> int:
+    def fitting_budget(
+        self,
+        threshold: int,
+        digests: Sequence[str],
+        message_digests: Sequence[str] | None = None,
+    ) -> int:
         """Return the budget of an output with these prefix digests (:func:`prefix_digests`).
 
         The budget of the longest counted request it repeats, or :meth:`budget`
-        when it repeats none.
+        when it repeats none; given the output's ``message_digests`` (see
+        :func:`~langchain_context_pipeline.tokens.prefix.request_digests`), the
+        counted spans found after that prefix are credited at the provider's count too.
         """
         kept = [c for c in self.counted if c[0] < len(digests) and digests[c[0]] == c[1]]
-        if not kept:
-            return self.budget(threshold)
-        return self._prefix_budget(threshold, max(kept, key=lambda c: c[0]))
+        entry = max(kept, key=lambda c: c[0]) if kept else None
+        start = 0 if entry is None else entry[0]
+        spans = (0, 0) if message_digests is None else self._span_credit(message_digests, start)
+        if entry is None:
+            if spans == (0, 0):
+                return self.budget(threshold)
+            entry = (0, "", 0, 0)
+        return self._prefix_budget(threshold, entry, spans)
 
-    def refit(self, threshold: int, tried: int, tokens: int, digests: Sequence[str]) -> int | None:
+    def refit(
+        self,
+        threshold: int,
+        tried: int,
+        tokens: int,
+        digests: Sequence[str],
+        message_digests: Sequence[str] | None = None,
+    ) -> int | None:
         """Return a smaller budget to compress again with, or ``None`` when the output fits.
 
         Args:
@@ -246,8 +353,9 @@ class Calibration:
             tried: the budget the output was compressed within.
             tokens: what the output costs (messages and overhead) by the counter.
             digests: the output's prefix digests.
+            message_digests: the digests of its messages, each alone (spans credited).
         """
-        allowed = self.fitting_budget(threshold, digests)
+        allowed = self.fitting_budget(threshold, digests, message_digests)
         if tokens <= allowed:
             return None
         return max(1, min(allowed, tried - 1))
@@ -258,16 +366,34 @@ class Calibration:
         after: str | None = None,
         digests: Sequence[str] | None = None,
         budget: int = 0,
+        cuts: tuple[str | None, str | None] | None = None,
+        message_digests: Sequence[str] | None = None,
     ) -> Calibration:
         """Record what this call sends (counted by the pipeline's counter).
 
         With ``digests`` (the request's :func:`prefix_digests`), the counted requests
         it no longer repeats are forgotten and it awaits its reply's count;
-        ``budget`` is what it was compressed within.
+        ``budget`` is what it was compressed within, ``cuts`` where its cuts stand.
+        With ``message_digests`` too, the messages it adds to the longest counted
+        request it repeats await their count as a span.
         """
         if digests is None:
-            return replace(self, sent=tokens, after=after, pending=None, held=budget)
+            return replace(
+                self,
+                sent=tokens,
+                after=after,
+                pending=None,
+                held=budget,
+                cuts=cuts,
+                pending_span=None,
+            )
         kept = tuple(c for c in self.counted if c[0] < len(digests) and digests[c[0]] == c[1])
+        pending_span: Span | None = None
+        if kept and message_digests is not None:
+            n, _, counted, reported = max(kept, key=lambda c: c[0])
+            added = message_digests[n:]
+            if added:
+                pending_span = (added[0], span_digest(added), len(added), counted, reported)
         return replace(
             self,
             sent=tokens,
@@ -275,15 +401,25 @@ class Calibration:
             pending=(len(digests) - 1, digests[-1]),
             counted=kept,
             held=budget,
+            cuts=cuts,
+            pending_span=pending_span,
         )
 
     def after_reply(self) -> Calibration:
         """Return the record once the reply was read: nothing awaits a count.
 
-        The budget held is kept only with a counted request to hold it against.
+        The budget held and the cuts are kept only with a counted request to hold
+        them against: without one, the budget does not move between calls, and the
+        pipeline finds the same cuts again from the list alone.
         """
         return replace(
-            self, sent=0, after=None, pending=None, held=self.held if self.counted else 0
+            self,
+            sent=0,
+            after=None,
+            pending=None,
+            held=self.held if self.counted else 0,
+            cuts=self.cuts if self.counted else None,
+            pending_span=None,
         )
 
     settled = after_reply
@@ -321,7 +457,15 @@ class Calibration:
         counted = self.counted
         if self.pending is not None:
             counted = (*counted, (*self.pending, self.sent, reported))[-MAX_COUNTED:]
-        return replace(self, correction=correction, samples=self.samples + 1, counted=counted), None
+        spans = self.spans
+        if self.pending_span is not None:
+            first, digest, n, before, before_reported = self.pending_span
+            added, added_reported = self.sent - before, reported - before_reported
+            if added > 0 and added_reported > 0:
+                spans = (*spans, (first, digest, n, added, added_reported))[-MAX_SPANS:]
+        return replace(
+            self, correction=correction, samples=self.samples + 1, counted=counted, spans=spans
+        ), None
 
     def after_overflow(self, requested: int | None, window: int | None) -> Calibration:
         """Return the correction tightened by a context-length error.

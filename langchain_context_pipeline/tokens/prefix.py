@@ -17,7 +17,15 @@ from langchain_core.messages import BaseMessage, SystemMessage
 
 from langchain_context_pipeline.messages.values import dumps
 
-__all__ = ["prefix_digests", "request_overhead", "request_seed", "stable_text", "tools_tokens"]
+__all__ = [
+    "prefix_digests",
+    "request_digests",
+    "request_overhead",
+    "request_seed",
+    "span_digest",
+    "stable_text",
+    "tools_tokens",
+]
 
 Counter = Callable[[list[BaseMessage]], int]
 """A token counter, as :class:`~langchain_context_pipeline.tokens.counters.TokenCounter` is."""
@@ -48,12 +56,29 @@ def prefix_digests(seed: str, messages: Sequence[BaseMessage]) -> list[str]:
     ``[0]`` is the digest of the request's overhead alone (``seed``, from
     :func:`request_seed`); each next one chains the next message onto it.
     """
+    return request_digests(seed, messages)[0]
+
+
+def request_digests(seed: str, messages: Sequence[BaseMessage]) -> tuple[list[str], list[str]]:
+    """Return a request's :func:`prefix_digests` and the digest of each message alone.
+
+    A message's own digest does not depend on where it sits, so a run of messages
+    the provider counted can be found again in a later request (:func:`span_digest`).
+    """
     chain = hashlib.sha256(seed.encode())
     digests = [chain.hexdigest()[:16]]
+    own: list[str] = []
     for message in messages:
-        chain.update(b"\x00" + _message_text(message).encode("utf-8", "surrogatepass"))
+        text = _message_text(message).encode("utf-8", "surrogatepass")
+        chain.update(b"\x00" + text)
         digests.append(chain.hexdigest()[:16])
-    return digests
+        own.append(hashlib.sha256(text).hexdigest()[:16])
+    return digests, own
+
+
+def span_digest(message_digests: Sequence[str]) -> str:
+    """The digest of a run of messages, from their own digests (:func:`request_digests`)."""
+    return hashlib.sha256("\x00".join(message_digests).encode()).hexdigest()[:16]
 
 
 def _tool_schema(tool: Any) -> Any:

@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_context_pipeline import ContextPipeline, PipelineSettings, estimate_tokens
-from langchain_context_pipeline.stages.hysteresis import Cuts, replay_cuts
+from langchain_context_pipeline.stages.hysteresis import Cuts, StandingCuts, replay_cuts
 
 THRESHOLD = 6000
 
@@ -119,10 +119,10 @@ def test_conversations_are_watched_apart() -> None:
     assert pipeline.compress(second).report.cached_prefix_tokens == estimate_tokens(first)
 
 
-def test_a_compaction_prunes_everything_older_than_the_tail() -> None:
-    # Pruning two units would reach the low-water mark; a compaction prunes all four
-    # older than the tail (it costs nothing), so the request lands lower and the next
-    # compaction comes later.
+def test_a_compaction_prunes_the_oldest_units_down_to_the_low_water_mark() -> None:
+    # 600 tokens over a limit of 500: pruning two units (90 each) lands at 420, under
+    # the low-water mark of 450; the two newer ones older than the tail stay verbatim
+    # (what fits is not cut), and nothing is dropped.
     cuts = replay_cuts(
         [100] * 6,
         [10] * 6,
@@ -133,7 +133,20 @@ def test_a_compaction_prunes_everything_older_than_the_tail() -> None:
         tail_budget=200,
         note=lambda drop: 20,
     )
-    assert cuts == Cuts(prune=4, drop=0)
+    assert cuts == Cuts(prune=2, drop=0)
+    # At a lower low-water mark, every unit older than the tail is pruned (and only
+    # then does truncation, the last resort, come in: here it need not).
+    lower = replay_cuts(
+        [100] * 6,
+        [10] * 6,
+        [False] * 6,
+        fixed=0,
+        limit=500,
+        low_water=250,
+        tail_budget=200,
+        note=lambda drop: 20,
+    )
+    assert lower == Cuts(prune=4, drop=0)
 
 
 def test_truncation_reaches_the_low_water_mark_after_pruning_everything_it_may() -> None:
@@ -168,3 +181,99 @@ def test_a_cut_is_not_made_for_a_note_that_costs_what_it_replaces() -> None:
     raw, pruned = [100, 100, 600], [10, 10, 10]
     common = {"fixed": 0, "limit": 500, "low_water": 300, "tail_budget": 200}
     assert replay_cuts(raw, pruned, [False] * 3, **common, note=lambda d: 20) == Cuts(2, 0)
+
+
+# -- cuts that already stand (the hook and the middleware carry them) -------------------
+
+unit_sizes = st.lists(st.tuples(st.integers(1, 400), st.integers(1, 60)), min_size=2, max_size=40)
+
+
+@given(
+    units=unit_sizes,
+    grown=st.integers(0, 15),
+    first_limit=st.integers(300, 3000),
+    second_limit=st.integers(300, 3000),
+    low_water=st.sampled_from([0.4, 0.5, 0.7, 1.0]),
+)
+def test_a_replay_from_standing_cuts_moves_them_only_forward(
+    units: list[tuple[int, int]],
+    grown: int,
+    first_limit: int,
+    second_limit: int,
+    low_water: float,
+) -> None:
+    # The cuts of a request, replayed on the grown list at another limit (the budget
+    # the provider's usage gave the next call): they never move back, and when the
+    # grown list fits beside them they do not move at all (the cached prefix stays).
+    raw = [r for r, _ in units]
+    pruned = [min(p, r) for r, p in units]
+    stays = [False] * len(units)
+    before = max(1, len(units) - grown)
+
+    def cuts(n: int, limit: int, start: Cuts | None = None) -> Cuts:
+        return replay_cuts(
+            raw[:n],
+            pruned[:n],
+            stays[:n],
+            fixed=10,
+            limit=limit,
+            low_water=max(1, int(low_water * limit)),
+            tail_budget=limit // 4,
+            note=lambda drop: 5,
+            start=start,
+        )
+
+    standing = cuts(before, first_limit)
+    after = cuts(len(units), second_limit, standing)
+    assert after.prune >= standing.prune and after.drop >= standing.drop
+    kept = sum(pruned[i] if i < standing.prune else raw[i] for i in range(standing.drop, len(raw)))
+    if 10 + kept + (5 if standing.drop else 0) <= second_limit:
+        assert after == standing
+    assert cuts(len(units), second_limit) == replay_cuts(
+        raw,
+        pruned,
+        stays,
+        fixed=10,
+        limit=second_limit,
+        low_water=max(1, int(low_water * second_limit)),
+        tail_budget=second_limit // 4,
+        note=lambda drop: 5,
+    )
+
+
+def test_pruning_that_fits_beside_a_standing_drop_drops_nothing_more() -> None:
+    # Units 0-1 were dropped; unit 2 and 3 grew the list past the limit. Pruning
+    # them brings it back under: truncation, the last resort, cuts no further.
+    raw, pruned = [100, 100, 100, 100, 100, 100], [10] * 6
+    common = {"fixed": 0, "limit": 400, "low_water": 200, "tail_budget": 150}
+    standing = Cuts(prune=2, drop=2)
+    cuts = replay_cuts(raw, pruned, [False] * 6, **common, note=lambda d: 5, start=standing)
+    assert cuts.drop == 2 and cuts.prune > 2
+
+
+def test_the_pipeline_starts_from_the_cuts_it_is_given() -> None:
+    # At a budget that grew (as the provider's reported usage grows it), the same
+    # history keeps the earlier request's cuts instead of replaying them anew.
+    runs = agent_run([(300, 900)] * 30)
+    small = ContextPipeline(threshold=THRESHOLD, tail_budget=1500)
+    first = small.compress(runs[20])
+    assert first.report.cuts is not None and first.report.cuts.pruned_through is not None
+    grown = ContextPipeline(threshold=THRESHOLD, tail_budget=1500)
+    fresh = grown.compress(runs[21], threshold=int(THRESHOLD * 1.3))
+    held = grown.compress(runs[21], threshold=int(THRESHOLD * 1.3), standing_cuts=first.report.cuts)
+    assert is_prefix(first.messages, held.messages)
+    assert not is_prefix(first.messages, fresh.messages)
+    assert estimate_tokens(held.messages) <= THRESHOLD * 1.3
+    # Ids that are not in the list leave the replay to start from nothing.
+    lost = StandingCuts("nowhere", None)
+    assert grown.compress(
+        runs[21], threshold=int(THRESHOLD * 1.3), standing_cuts=lost
+    ).messages == (fresh.messages)
+
+
+def test_standing_cuts_read_back_from_state() -> None:
+    cuts = StandingCuts("a3", "t1")
+    assert StandingCuts.from_value(cuts.to_value()) == cuts
+    assert StandingCuts.from_value(None) is None
+    assert StandingCuts.from_value(["a3"]) is None
+    assert StandingCuts.from_value([1, None]) is None
