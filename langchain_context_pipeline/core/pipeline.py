@@ -22,6 +22,7 @@ from langchain_context_pipeline.core.events import attach_report
 from langchain_context_pipeline.core.planner import OverBudget, PassPlanner, PlanRequest
 from langchain_context_pipeline.core.report import CompressionReport, CompressionResult
 from langchain_context_pipeline.errors import check_int
+from langchain_context_pipeline.messages.anatomy import one_pass
 from langchain_context_pipeline.messages.cache_hint import PrefixWatch
 from langchain_context_pipeline.messages.coerce import coerce_messages
 from langchain_context_pipeline.stages.carried import CarriedSummary
@@ -199,7 +200,8 @@ class ContextPipeline(PassPlanner, MessagesRunnable):
                 return None if condenser is None else condenser._answer(request)
             return None if memory is None else memory.answer(request)
 
-        return drive(plan, answer)
+        with one_pass():  # the pass reads each message once
+            return drive(plan, answer)
 
     async def acompress(
         self,
@@ -220,7 +222,8 @@ class ContextPipeline(PassPlanner, MessagesRunnable):
                 return None if condenser is None else await condenser._aanswer(request)
             return None if memory is None else await memory.aanswer(request)
 
-        return await adrive(plan, answer)
+        with one_pass():
+            return await adrive(plan, answer)
 
     # In a chain, the run of each call carries the report as metadata, as the hook's
     # and the middleware's passes do (see ``_events``).
