@@ -12,6 +12,7 @@ line); the sync and async shells here differ only in how the summarizer is calle
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
@@ -36,6 +37,9 @@ from langchain_context_pipeline.tokens.counters import resolve_token_counter
 from langchain_context_pipeline.tokens.threshold import token_count
 
 __all__ = ["ContextPipeline", "OverBudget"]
+
+PassPlan = Generator[PlanRequest, Reply, CompressionResult]
+"""One pass as the planner plans it (see :meth:`PassPlanner.plan`)."""
 
 
 class ContextPipeline(PassPlanner, MessagesRunnable):
@@ -151,13 +155,20 @@ class ContextPipeline(PassPlanner, MessagesRunnable):
 
     # -- sync and async shells --------------------------------------------------------
 
-    def _start(
-        self, messages: Any, reserved_tokens: int, threshold: int | None
-    ) -> tuple[list[BaseMessage], CompressionReport]:
+    def _prepare(
+        self,
+        messages: Any,
+        carried_summary: CarriedSummary | None,
+        reserved_tokens: int,
+        threshold: int | None,
+        over_budget: OverBudget,
+    ) -> tuple[PassPlan, Condenser | None, SummaryMemory | None]:
+        """Return the pass planned for ``messages`` and who answers its requests."""
         check_int("reserved_tokens", reserved_tokens)
         total = self.settings.threshold if threshold is None else token_count(threshold)
         report = CompressionReport(total, limit=total - reserved_tokens, reserved=reserved_tokens)
-        return coerce_messages(messages), report
+        plan = self._plan_within(coerce_messages(messages), report, carried_summary, over_budget)
+        return plan, self.condenser, self.summary_memory
 
     def compress(
         self,
@@ -191,9 +202,9 @@ class ContextPipeline(PassPlanner, MessagesRunnable):
             BudgetError: (a ``ValueError``) with ``over_budget="raise"``, when the
                 budget cannot be met; it names the sizes.
         """
-        items, report = self._start(messages, reserved_tokens, threshold)
-        plan = self._plan_within(items, report, carried_summary, over_budget)
-        condenser, memory = self.condenser, self.summary_memory
+        plan, condenser, memory = self._prepare(
+            messages, carried_summary, reserved_tokens, threshold, over_budget
+        )
 
         def answer(request: PlanRequest) -> Reply:
             if isinstance(request, SummaryRequest):
@@ -213,9 +224,9 @@ class ContextPipeline(PassPlanner, MessagesRunnable):
         over_budget: OverBudget = "raise",
     ) -> CompressionResult:
         """Async :meth:`compress`: only the summarizer call differs."""
-        items, report = self._start(messages, reserved_tokens, threshold)
-        plan = self._plan_within(items, report, carried_summary, over_budget)
-        condenser, memory = self.condenser, self.summary_memory
+        plan, condenser, memory = self._prepare(
+            messages, carried_summary, reserved_tokens, threshold, over_budget
+        )
 
         async def answer(request: PlanRequest) -> Reply:
             if isinstance(request, SummaryRequest):
