@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable, Generator
+from collections.abc import Callable, Coroutine, Generator
 from typing import Any
 
 import pytest
@@ -20,15 +20,20 @@ from tests.unit_tests.test_turn import conversation, middleware, ok, request_for
 PATHS = ["sync", "async"]
 
 
+def on(
+    path: str, sync: Callable[[], Any], asynchronous: Callable[[], Coroutine[Any, Any, Any]]
+) -> Any:
+    """Call ``sync()`` on the sync path, else run ``asynchronous()`` to completion."""
+    return sync() if path == "sync" else asyncio.run(asynchronous())
+
+
 def run(path: str, plan: Generator[Any, Any, Any], answer: Callable[[Any], Any]) -> Any:
     """Drive ``plan`` on ``path``, ``answer`` made awaitable for the async driver."""
-    if path == "sync":
-        return drive(plan, answer)
 
     async def aanswer(request: Any) -> Any:
         return answer(request)
 
-    return asyncio.run(adrive(plan, aanswer))
+    return on(path, lambda: drive(plan, answer), lambda: adrive(plan, aanswer))
 
 
 class Interrupted(BaseException):
@@ -71,7 +76,7 @@ def test_what_answering_raises_is_thrown_in_so_the_cleanup_runs_first(path: str)
 @pytest.mark.parametrize("path", PATHS)
 def test_a_generator_that_handles_what_was_thrown_in_goes_on(path: str) -> None:
     # The middleware's turn retries once after a context-length error at the model call.
-    def plan() -> Generator[str, Any, str]:
+    def plan() -> Generator[str, str, str]:
         try:
             yield "first"
         except LookupError:
@@ -113,10 +118,7 @@ def test_the_planner_lets_what_the_summarizer_raises_beyond_exception_through_un
         threshold=3000, tail_budget=800, model=RunnableLambda(summarize), summary_memory=False
     )
     with pytest.raises(Interrupted) as raised:
-        if path == "sync":
-            pipeline.compress(history())
-        else:
-            asyncio.run(pipeline.acompress(history()))
+        on(path, lambda: pipeline.compress(history()), lambda: pipeline.acompress(history()))
     assert raised.value is error
     assert in_pass == [True]  # the summarizer is called within the planner's pass
     assert anatomy._pass.get() is None
@@ -131,9 +133,7 @@ def test_the_planner_still_reads_a_summarizers_exception_as_a_failure(path: str)
         threshold=3000, tail_budget=800, model=RunnableLambda(summarize), summary_memory=False
     )
     messages = history()
-    result = (
-        pipeline.compress(messages) if path == "sync" else asyncio.run(pipeline.acompress(messages))
-    )
+    result = on(path, lambda: pipeline.compress(messages), lambda: pipeline.acompress(messages))
     assert result.report.condense is not None
     assert result.report.condense.summarizer_failures == 1
     assert result.report.condense.source == "digest"
@@ -154,8 +154,9 @@ def test_the_agents_own_model_call_is_not_in_the_planners_pass(path: str) -> Non
 
     entry = middleware()
     request = request_for(conversation(6))
-    if path == "sync":
-        entry.wrap_model_call(request, handler)
-    else:
-        asyncio.run(entry.awrap_model_call(request, ahandler))
+    on(
+        path,
+        lambda: entry.wrap_model_call(request, handler),
+        lambda: entry.awrap_model_call(request, ahandler),
+    )
     assert in_pass == [False]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from unittest.mock import Mock
 
 import pytest
 from hypothesis import given
@@ -245,17 +246,10 @@ def test_the_removal_note_dearer_per_char_lands_at_the_first_attempt(
 ) -> None:
     # The same case: the note is held to its price by the meter (its index cut
     # further), so the plan's first attempt fits, with no retry.
-    attempts = 0
-    original = truncate_module._select
-
-    def counting(*args: Any, **kwargs: Any) -> Any:
-        nonlocal attempts
-        attempts += 1
-        return original(*args, **kwargs)
-
-    monkeypatch.setattr(truncate_module, "_select", counting)
+    attempts = Mock(wraps=truncate_module._select)
+    monkeypatch.setattr(truncate_module, "_select", attempts)
     test_a_removal_note_dearer_than_it_was_priced_still_leaves_a_request_within_budget()
-    assert attempts == 1
+    assert attempts.call_count == 1
 
 
 HOSTILE = ["\ud800", "\udfff", "\x00", "\x1b", "\u2028", "\\", '"']
