@@ -27,8 +27,8 @@ from langchain_context_pipeline.messages.references import format_ref, span_ref
 from langchain_context_pipeline.stages.digest import (
     add_entries,
     answered_by,
-    build_index,
     index_entries,
+    index_of,
     render_index,
 )
 from langchain_context_pipeline.tokens.counters import message_text
@@ -80,22 +80,21 @@ def _held(
     first: str,
     index: Callable[[int], str],
     index_chars: int,
-    cost: Callable[[str], int] | None,
-    price: int,
-) -> tuple[str, int | None]:
-    """Return the note's text and, with ``cost``, its tokens.
+    note: Callable[[str], HumanMessage],
+    meter: Meter | None,
+) -> HumanMessage:
+    """Return the ``note`` of ``first`` and an index (``index(chars)``) of ``index_chars``.
 
-    The index (``index(chars)``) takes at most ``index_chars`` chars, and is cut
-    further while the note, by ``cost``, takes more than ``price`` tokens; the
-    first line is never cut.
+    With ``meter``, the index is cut further while the note costs more than
+    :func:`note_price`; the first line is never cut.
     """
+    price = note_price(index_chars, meter) if meter is not None and index_chars else 0
     chars = index_chars
     while True:
         text = index(chars) if chars else ""
-        content = f"{first}\n{text}" if text else first
-        tokens = None if cost is None or not text else cost(content)
-        if tokens is None or tokens <= price:
-            return content, tokens
+        built = note(f"{first}\n{text}" if text else first)
+        if not text or meter is None or meter.one(built) <= price:
+            return built
         chars = chars * 4 // 5
 
 
@@ -114,18 +113,15 @@ def removal_note(
         key.update((m.id or message_text(m)[:200]).encode("utf-8", "surrogatepass"))
     note_id = f"context-note-{key.hexdigest()[:20]}"
     span = span_ref(dropped) if dropped else ""
+    newest = index_of(dropped) if index_chars else {}
 
     def index(chars: int) -> str:
-        return build_index(dropped, chars, what=_WHAT)
+        return render_index(newest, chars, what=_WHAT)
 
-    def cost(content: str) -> int:
-        assert meter is not None
-        return meter.one(_note(content, note_id, len(dropped), span))
+    def note(content: str) -> HumanMessage:
+        return _note(content, note_id, len(dropped), span)
 
-    price = 0 if meter is None or not index_chars else note_price(index_chars, meter)
-    first = _first_line(len(dropped), span)
-    content = _held(first, index, index_chars, None if meter is None else cost, price)[0]
-    return _note(content, note_id, len(dropped), span)
+    return _held(_first_line(len(dropped), span), index, index_chars, note, meter)
 
 
 def note_room(budget: int, used: int, meter: Meter) -> tuple[int, int]:
@@ -168,7 +164,6 @@ class NotePricer:
         self._stays = stays
         self._index_chars = index_chars
         self._meter = meter
-        self._price = note_price(index_chars, meter) if index_chars else 0
         self.units_read = 0
         """Units read so far (the work done: each unit once per forward run)."""
         self._start()
@@ -204,9 +199,8 @@ class NotePricer:
         def index(chars: int) -> str:
             return render_index(self._newest, chars, what=_WHAT)
 
-        def cost(content: str) -> int:
-            return self._meter.one(_note(content, "context-note-" + "0" * 20, self._count, span))
+        def note(content: str) -> HumanMessage:
+            return _note(content, "context-note-" + "0" * 20, self._count, span)
 
         first = _first_line(self._count, span)
-        content, tokens = _held(first, index, self._index_chars, cost, self._price)
-        return cost(content) if tokens is None else tokens
+        return self._meter.one(_held(first, index, self._index_chars, note, self._meter))
