@@ -12,6 +12,7 @@ line); the sync and async shells here differ only in how the summarizer is calle
 
 from __future__ import annotations
 
+from collections.abc import Generator
 from typing import Any
 
 from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
@@ -22,6 +23,7 @@ from langchain_context_pipeline.core.events import attach_report
 from langchain_context_pipeline.core.planner import OverBudget, PassPlanner, PlanRequest
 from langchain_context_pipeline.core.report import CompressionReport, CompressionResult
 from langchain_context_pipeline.errors import check_int
+from langchain_context_pipeline.messages.anatomy import one_pass
 from langchain_context_pipeline.messages.cache_hint import PrefixWatch
 from langchain_context_pipeline.messages.coerce import coerce_messages
 from langchain_context_pipeline.stages.carried import CarriedSummary
@@ -36,6 +38,9 @@ from langchain_context_pipeline.tokens.counters import resolve_token_counter
 from langchain_context_pipeline.tokens.threshold import token_count
 
 __all__ = ["ContextPipeline", "OverBudget"]
+
+PassPlan = Generator[PlanRequest, Reply, CompressionResult]
+"""One pass as the planner plans it (see :meth:`PassPlanner.plan`)."""
 
 
 class ContextPipeline(PassPlanner, MessagesRunnable):
@@ -151,13 +156,22 @@ class ContextPipeline(PassPlanner, MessagesRunnable):
 
     # -- sync and async shells --------------------------------------------------------
 
-    def _start(
-        self, messages: Any, reserved_tokens: int, threshold: int | None
-    ) -> tuple[list[BaseMessage], CompressionReport]:
+    def _prepare(
+        self,
+        messages: Any,
+        carried_summary: CarriedSummary | None,
+        reserved_tokens: int,
+        threshold: int | None,
+        over_budget: OverBudget,
+        standing_cuts: StandingCuts | None,
+    ) -> tuple[PassPlan, Condenser | None, SummaryMemory | None]:
+        """Return the pass planned for ``messages`` and who answers its requests."""
         check_int("reserved_tokens", reserved_tokens)
         total = self.settings.threshold if threshold is None else token_count(threshold)
         report = CompressionReport(total, limit=total - reserved_tokens, reserved=reserved_tokens)
-        return coerce_messages(messages), report
+        items = coerce_messages(messages)
+        plan = self._plan_within(items, report, carried_summary, over_budget, standing_cuts)
+        return plan, self.condenser, self.summary_memory
 
     def compress(
         self,
@@ -196,16 +210,17 @@ class ContextPipeline(PassPlanner, MessagesRunnable):
             BudgetError: (a ``ValueError``) with ``over_budget="raise"``, when the
                 budget cannot be met; it names the sizes.
         """
-        items, report = self._start(messages, reserved_tokens, threshold)
-        plan = self._plan_within(items, report, carried_summary, over_budget, standing_cuts)
-        condenser, memory = self.condenser, self.summary_memory
+        plan, condenser, memory = self._prepare(
+            messages, carried_summary, reserved_tokens, threshold, over_budget, standing_cuts
+        )
 
         def answer(request: PlanRequest) -> Reply:
             if isinstance(request, SummaryRequest):
                 return None if condenser is None else condenser._answer(request)
             return None if memory is None else memory.answer(request)
 
-        return drive(plan, answer)
+        with one_pass():  # the pass reads each message once
+            return drive(plan, answer)
 
     async def acompress(
         self,
@@ -218,16 +233,17 @@ class ContextPipeline(PassPlanner, MessagesRunnable):
         standing_cuts: StandingCuts | None = None,
     ) -> CompressionResult:
         """Async :meth:`compress`: only the summarizer call differs."""
-        items, report = self._start(messages, reserved_tokens, threshold)
-        plan = self._plan_within(items, report, carried_summary, over_budget, standing_cuts)
-        condenser, memory = self.condenser, self.summary_memory
+        plan, condenser, memory = self._prepare(
+            messages, carried_summary, reserved_tokens, threshold, over_budget, standing_cuts
+        )
 
         async def answer(request: PlanRequest) -> Reply:
             if isinstance(request, SummaryRequest):
                 return None if condenser is None else await condenser._aanswer(request)
             return None if memory is None else await memory.aanswer(request)
 
-        return await adrive(plan, answer)
+        with one_pass():
+            return await adrive(plan, answer)
 
     # In a chain, the run of each call carries the report as metadata, as the hook's
     # and the middleware's passes do (see ``_events``).

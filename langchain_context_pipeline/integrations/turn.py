@@ -7,7 +7,8 @@ until the output fits what the calibration allows, record what is sent, and writ
 back what changed. This module holds those parts as plain functions and data.
 An entry point writes its turn as a generator that does no I/O itself: it yields
 :class:`Compress` steps (and steps of its own: the model call, the archive) and is
-sent their answers; :func:`drive` / :func:`adrive` run it, answering each step with
+sent their answers; :func:`drive` / :func:`adrive` (the planners' own, from
+:mod:`~langchain_context_pipeline.stages.model_call`) run it, answering each step with
 the entry point's sync or async callable (:meth:`Compress.run` / :meth:`Compress.arun`
 for a compression). Sync and async differ only in how a step is answered, as in
 :meth:`ContextPipeline.compress` / ``acompress``.
@@ -19,7 +20,7 @@ not its numbers) is logged once per entry-point instance.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Generator, Mapping, Sequence
+from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple, TypeVar
 
@@ -34,6 +35,7 @@ from langchain_context_pipeline.core.pipeline import ContextPipeline, OverBudget
 from langchain_context_pipeline.core.report import CompressionResult
 from langchain_context_pipeline.stages.carried import CarriedSummary
 from langchain_context_pipeline.stages.hysteresis import StandingCuts
+from langchain_context_pipeline.stages.model_call import adrive, drive
 from langchain_context_pipeline.tokens.calibration import CALIBRATION_STATE_KEY, Calibration
 from langchain_context_pipeline.tokens.prefix import request_digests
 
@@ -338,34 +340,8 @@ class Compress:
 
 
 Turn = Generator[Any, Any, T]
-"""A turn: yields steps, is sent their answers (or thrown what answering raised)."""
+"""A turn: yields steps, is sent their answers (or thrown what answering raised).
 
-
-def drive(turn: Turn[T], answer: Callable[[Any], Any]) -> T:
-    """Run ``turn``, answering each step with ``answer``; what it raises is thrown in."""
-    try:
-        step = next(turn)
-        while True:
-            try:
-                reply = answer(step)
-            except BaseException as error:  # the turn's own cleanup runs, then it re-raises
-                step = turn.throw(error)
-            else:
-                step = turn.send(reply)
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
-
-
-async def adrive(turn: Turn[T], answer: Callable[[Any], Awaitable[Any]]) -> T:
-    """Async :func:`drive`: each answer is awaited."""
-    try:
-        step = next(turn)
-        while True:
-            try:
-                reply = await answer(step)
-            except BaseException as error:  # the turn's own cleanup runs, then it re-raises
-                step = turn.throw(error)
-            else:
-                step = turn.send(reply)
-    except StopIteration as done:
-        return done.value  # type: ignore[no-any-return]
+Run by :func:`~langchain_context_pipeline.stages.model_call.drive` (or ``adrive``),
+which throws what answering a step raised back in, so the turn's own cleanup runs.
+"""

@@ -20,6 +20,7 @@ from langchain_core.runnables import Runnable, RunnableConfig
 from langchain_core.runnables.base import coerce_to_runnable
 
 from langchain_context_pipeline.errors import check_int
+from langchain_context_pipeline.messages.anatomy import one_pass
 from langchain_context_pipeline.messages.marks import (
     CONDENSED_TAG,
     is_pipeline_summary,
@@ -312,14 +313,18 @@ class Condenser(MessagesRunnable):
     def condense(self, messages: Sequence[BaseMessage]) -> tuple[list[BaseMessage], CondenseStats]:
         """Condense ``messages``; return the new list and what was done."""
         stats = CondenseStats()
-        return drive(self._own_plan(messages, stats), self._answer), stats
+        plan = self._own_plan(messages, stats)
+        with one_pass():  # the plan reads each message once
+            return drive(plan, self._answer), stats
 
     async def acondense(
         self, messages: Sequence[BaseMessage]
     ) -> tuple[list[BaseMessage], CondenseStats]:
         """Async :meth:`condense`: only the summarizer call differs."""
         stats = CondenseStats()
-        return await adrive(self._own_plan(messages, stats), self._aanswer), stats
+        plan = self._own_plan(messages, stats)
+        with one_pass():
+            return await adrive(plan, self._aanswer), stats
 
     def _transform(self, messages: list[BaseMessage], config: RunnableConfig) -> list[BaseMessage]:
         return self.condense(messages)[0]

@@ -158,11 +158,16 @@ def build_index(middle: Sequence[BaseMessage], max_chars: int, *, what: str = "c
     paths, commands and requests of condensed turns stay findable whatever the
     model wrote. The newest entries are kept first when not all fit.
     """
-    answered = answered_by(middle)
+    return render_index(index_of(middle), max_chars, what=what)
+
+
+def index_of(messages: Sequence[BaseMessage]) -> dict[str, str]:
+    """Return the index entries of ``messages`` (entry -> reference, oldest first)."""
+    answered = answered_by(messages)
     newest: dict[str, str] = {}
-    for position, message in enumerate(middle):
+    for position, message in enumerate(messages):
         add_entries(newest, index_entries(message, answered.get(position, {})))
-    return render_index(newest, max_chars, what=what)
+    return newest
 
 
 def answered_by(messages: Sequence[BaseMessage]) -> dict[int, dict[str, BaseMessage]]:

@@ -2,7 +2,8 @@
 
 The planners are generators: they ``yield`` a :class:`SummaryRequest` and receive
 the model's reply (or the exception it raised). :func:`drive` and :func:`adrive`
-run a planner to completion, answering each request with a sync or an async call.
+run a planner to completion, answering each request with a sync or an async call;
+the entry points' turns (``integrations.turn``) are run by the same two.
 
 A summarizer that can only run async (a coroutine function or an object with an
 async ``__call__``, a ``BaseChatModel`` whose ``_generate`` raises
@@ -21,10 +22,11 @@ import inspect
 import os
 import threading
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Generator
+from collections.abc import Awaitable, Callable, Coroutine, Generator, Iterator
+from contextlib import contextmanager
 from contextvars import Context, copy_context
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from langchain_core.language_models import BaseChatModel
 from langchain_core.messages import BaseMessage
@@ -37,7 +39,6 @@ from langchain_core.runnables import (
 )
 
 from langchain_context_pipeline.errors import SummaryTimeoutError
-from langchain_context_pipeline.messages.anatomy import one_pass
 
 TAG_NOSTREAM = "nostream"
 """langgraph's ``TAG_NOSTREAM``: runs tagged so stay out of the user's token stream.
@@ -289,27 +290,59 @@ async def acall_model(
 Plan = Generator[SummaryRequest, Reply, T]
 
 
-def drive(plan: Generator[R, Reply, T], answer: Callable[[R], Reply]) -> T:
-    """Run a planner, answering each request with ``answer``.
+class _Steps(Generic[R, T]):
+    """A sans-IO generator's requests, one at a time, for :func:`drive` / :func:`adrive`.
 
-    The plan is one pass: each message is read once in it (see
-    :func:`~langchain_context_pipeline.messages.anatomy.one_pass`).
+    Iterating gives each request; the driver answers it inside :meth:`answering`.
+    The reply set there is sent in; what answering raised is thrown in, so the
+    generator's own cleanup (a ``try``/``finally``, an ``except`` that re-raises)
+    runs, and it propagates from the generator unless the generator handles it.
     """
-    with one_pass():
+
+    def __init__(self, plan: Generator[R, Any, T]) -> None:
+        self._plan = plan
+        self._error: BaseException | None = None
+        self.reply: Any = None
+        """The answer to the current request, set by the driver."""
+
+    def __iter__(self) -> Iterator[R]:
         try:
-            request = next(plan)
+            request = next(self._plan)
             while True:
-                request = plan.send(answer(request))
+                self.reply, self._error = None, None
+                yield request
+                error, self._error = self._error, None
+                request = self._plan.send(self.reply) if error is None else self._plan.throw(error)
         except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
+            self.result: T = done.value
+
+    @contextmanager
+    def answering(self) -> Iterator[None]:
+        """Answer the current request inside this block; what it raises is thrown in."""
+        try:
+            yield
+        except BaseException as error:  # every failure goes to the generator
+            self._error = error
 
 
-async def adrive(plan: Generator[R, Reply, T], answer: Callable[[R], Any]) -> T:
-    """Run a planner, answering each request with the awaitable ``answer`` (one pass)."""
-    with one_pass():
-        try:
-            request = next(plan)
-            while True:
-                request = plan.send(await answer(request))
-        except StopIteration as done:
-            return done.value  # type: ignore[no-any-return]
+def drive(plan: Generator[R, Any, T], answer: Callable[[R], Any]) -> T:
+    """Run ``plan``, answering each request with ``answer``; what it raises is thrown in.
+
+    Entered by the planners (inside one pass, see
+    :func:`~langchain_context_pipeline.messages.anatomy.one_pass`) and by the
+    entry points' turns (whose steps include the agent's own model call: no pass).
+    """
+    steps = _Steps(plan)
+    for request in steps:
+        with steps.answering():
+            steps.reply = answer(request)
+    return steps.result
+
+
+async def adrive(plan: Generator[R, Any, T], answer: Callable[[R], Awaitable[Any]]) -> T:
+    """Async :func:`drive`: each answer is awaited."""
+    steps = _Steps(plan)
+    for request in steps:
+        with steps.answering():
+            steps.reply = await answer(request)
+    return steps.result

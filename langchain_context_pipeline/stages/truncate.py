@@ -184,7 +184,7 @@ def _select(
         # The given cut, if it fits: priced with the very note it leaves.
         kept = keep | {i for u in fill if u[0] >= first for i in range(*u)}
         dropped = [m for i, m in enumerate(messages) if i not in kept]
-        note = meter.one(removal_note(dropped, index_chars)) if dropped else 0
+        note = meter.one(removal_note(dropped, index_chars, meter)) if dropped else 0
         total = used - note_cost + note + sum(meter.one(messages[i]) for i in kept - keep)
         if total > budget:
             first = None
@@ -209,7 +209,7 @@ def _select(
     dropped_at = [i for i in range(n) if i not in keep]
     if dropped_at:
         # A note never replaces what costs no more than the note: then all is kept.
-        note = meter.one(removal_note([messages[i] for i in dropped_at], index_chars))
+        note = meter.one(removal_note([messages[i] for i in dropped_at], index_chars, meter))
         gone = sum(meter.one(messages[i]) for i in dropped_at)
         if gone <= note:
             keep.update(dropped_at)
@@ -239,14 +239,14 @@ def _select(
     return _Plan(keep, shrunk, index_chars)
 
 
-def _assemble(messages: Sequence[BaseMessage], plan: _Plan) -> list[BaseMessage]:
+def _assemble(messages: Sequence[BaseMessage], plan: _Plan, meter: Meter) -> list[BaseMessage]:
     dropped = [m for i, m in enumerate(messages) if i not in plan.keep]
     out: list[BaseMessage] = []
     noted = not dropped
     for i, message in enumerate(messages):
         if i not in plan.keep:
             if not noted:
-                out.append(removal_note(dropped, plan.index_chars))
+                out.append(removal_note(dropped, plan.index_chars, meter))
                 noted = True
             continue
         out.append(plan.shrunk.get(i, message))
@@ -297,13 +297,15 @@ def truncate(
     plan = _Plan(set(range(len(messages))), {})
     for attempt in range(8):
         plan = _select(messages, where, budget, meter, first)
-        out = _assemble(messages, plan)
+        out = _assemble(messages, plan, meter)
         excess = meter.total(out) - threshold
         if excess <= 0:
             break
-        # The plan prices its removal note before writing it; the note it writes can
-        # cost a little more (its index is cut by characters), and a budget lower by
-        # one token may leave that note as it was: the step doubles each attempt.
+        # A safety net: the removal note is held to its price by the meter, so with
+        # an additive counter the first attempt fits. A counter that is not a plain
+        # sum, or a note's first line dearer than the price's stand-in, can still
+        # leave an excess that a budget lower by as much does not move (the same
+        # plan again): the step doubles each attempt.
         budget = max(budget - (excess << attempt), 0)
         first = None  # the given cut does not fit: keep what fits instead
     else:
@@ -349,7 +351,7 @@ def minimal_request(
     }
     shrunk = {i: m for i, m in shrunk.items() if m is not messages[i]}
     plan = _Plan(keep, shrunk)
-    out = _assemble(messages, plan)
+    out = _assemble(messages, plan, meter)
     return out, TruncateStats(trimmed=len(messages) - len(keep), shortened=len(shrunk))
 
 

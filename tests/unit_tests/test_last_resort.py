@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from typing import Any
+from unittest.mock import Mock
 
 import pytest
 from hypothesis import given
@@ -15,7 +16,9 @@ from langchain_context_pipeline.messages.marks import pipeline_kind
 from langchain_context_pipeline.messages.references import span_ref
 from langchain_context_pipeline.messages.units import group_units, is_system
 from langchain_context_pipeline.stages import digest as digest_module
+from langchain_context_pipeline.stages import truncate as truncate_module
 from langchain_context_pipeline.stages.note import NotePricer, note_room, removal_note
+from langchain_context_pipeline.tokens.counters import resolve_token_counter
 from langchain_context_pipeline.tokens.meter import Meter
 from tests.support.invariants import assert_pairs_kept
 from tests.support.strategies_shapes import conversations
@@ -197,7 +200,7 @@ def test_the_note_pricer_gives_the_built_notes_tokens(
     for drop in drops:  # growing and shrinking: the pricer reads on or starts over
         drop = min(drop, len(units))
         gone = [history[i] for j in range(drop) if not stays[j] for i in range(*units[j])]
-        built = meter.one(removal_note(gone, index_chars)) if gone else 0
+        built = meter.one(removal_note(gone, index_chars, meter)) if gone else 0
         if len({c for m in gone for c in call_ids_of(m)}) == len(
             [c for m in gone for c in call_ids_of(m)]
         ):
@@ -236,3 +239,53 @@ def test_a_removal_note_dearer_than_it_was_priced_still_leaves_a_request_within_
     assert estimate_tokens(result.messages) <= 834
     assert result.messages[0] is messages[0]
     assert "truncate" in result.report.stages
+
+
+def test_the_removal_note_dearer_per_char_lands_at_the_first_attempt(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The same case: the note is held to its price by the meter (its index cut
+    # further), so the plan's first attempt fits, with no retry.
+    attempts = Mock(wraps=truncate_module._select)
+    monkeypatch.setattr(truncate_module, "_select", attempts)
+    test_a_removal_note_dearer_than_it_was_priced_still_leaves_a_request_within_budget()
+    assert attempts.call_count == 1
+
+
+HOSTILE = ["\ud800", "\udfff", "\x00", "\x1b", "\u2028", "\\", '"']
+HOSTILE += ["日", "本", "😀", "\u200d", "\ufe0f"]  # CJK, an emoji, its joiners
+hostile_text = st.text(
+    st.one_of(st.sampled_from(HOSTILE), st.characters()), min_size=1, max_size=300
+)
+
+
+@st.composite
+def hostile_turns(draw: st.DrawFn) -> list[BaseMessage]:
+    """User requests and tool calls whose text the index writes back escaped."""
+    out: list[BaseMessage] = []
+    for i in range(draw(st.integers(1, 8))):
+        out.append(HumanMessage(draw(hostile_text), id=f"u{i}"))
+        command = draw(hostile_text)
+        call = {"name": "bash", "args": {"command": command}, "id": f"c{i}", "type": "tool_call"}
+        out.append(AIMessage("", tool_calls=[call], id=f"a{i}"))
+        out.append(ToolMessage(draw(hostile_text), tool_call_id=f"c{i}", id=f"t{i}"))
+    return out
+
+
+@pytest.mark.parametrize("counter", [estimate_tokens, "approximate"])
+@given(hostile_turns(), st.integers(100, 40_000))
+def test_a_removal_note_never_costs_more_than_it_was_priced(
+    counter: Any, dropped: list[BaseMessage], budget: int
+) -> None:
+    # Surrogates, NUL, control characters, CJK and emoji cost more tokens per char
+    # than the price's stand-in: the index is cut by the meter until the note fits.
+    meter = Meter(resolve_token_counter(counter))
+    index_chars, price = note_room(budget, 0, meter)
+    note = removal_note(dropped, index_chars, meter)
+    assert meter.one(note) <= price
+    unheld = removal_note(dropped, index_chars)
+    if meter.one(unheld) <= price:  # a note within its price is the note it was
+        assert note.content == unheld.content
+    units = group_units(dropped)
+    pricer = NotePricer(dropped, units, [False] * len(units), index_chars, meter)
+    assert pricer(len(units)) == meter.one(note)
