@@ -42,7 +42,7 @@ from langchain_context_pipeline.messages.parts import (
     parsed_arguments,
     result_text,
 )
-from langchain_context_pipeline.messages.values import snapshot
+from langchain_context_pipeline.messages.snapshot import state, unchanged
 
 __all__ = [
     "Anatomy",
@@ -53,6 +53,7 @@ __all__ = [
     "call_index",
     "call_text",
     "count_images",
+    "current_pass",
     "invalid_call_text",
     "message_text",
     "one_pass",
@@ -164,10 +165,13 @@ class Anatomy:
 class _Entry:
     """One remembered anatomy: the message (weakly), the state it was read in."""
 
-    __slots__ = ("anatomy", "source", "state")
+    __slots__ = ("anatomy", "kind", "source", "state")
 
-    def __init__(self, source: weakref.ref[BaseMessage], state: Any, anatomy: Anatomy) -> None:
+    def __init__(
+        self, source: weakref.ref[BaseMessage], kind: type, state: Any, anatomy: Anatomy
+    ) -> None:
         self.source = source
+        self.kind = kind
         self.state = state
         self.anatomy = anatomy
 
@@ -175,21 +179,18 @@ class _Entry:
 _memo: dict[int, _Entry] = {}
 
 
-def _state(message: BaseMessage) -> Any:
-    """Snapshot the fields :func:`read` reads, and nothing else."""
+def _fields(message: BaseMessage) -> tuple[Any, ...]:
+    """The fields :func:`read` reads, and nothing else."""
     fields = message.__dict__
     extra = fields.get("additional_kwargs")
     raw = extra.get("tool_calls") if isinstance(extra, dict) else None
-    return snapshot(
-        (
-            type(message),
-            fields.get("content"),
-            fields.get("tool_calls"),
-            fields.get("invalid_tool_calls"),
-            raw,
-            fields.get("tool_call_id"),
-            fields.get("status"),
-        )
+    return (
+        fields.get("content"),
+        fields.get("tool_calls"),
+        fields.get("invalid_tool_calls"),
+        raw,
+        fields.get("tool_call_id"),
+        fields.get("status"),
     )
 
 
@@ -216,6 +217,11 @@ def one_pass() -> Iterator[None]:
         _pass.reset(token)
 
 
+def current_pass() -> object | None:
+    """Return a token of the :func:`one_pass` block running (None outside of one)."""
+    return _pass.get()
+
+
 def read(message: BaseMessage) -> Anatomy:
     """Return the anatomy of ``message``, from the memo when it is unchanged."""
     global BUILDS
@@ -225,9 +231,14 @@ def read(message: BaseMessage) -> Anatomy:
         found = seen.get(key)
         if found is not None and found[0] is message:
             return found[1]
-    state = _state(message)
+    fields = _fields(message)
     hit = _memo.get(key)
-    if hit is not None and hit.source() is message and hit.state == state:
+    if (
+        hit is not None
+        and hit.source() is message
+        and type(message) is hit.kind
+        and unchanged(fields, hit.state)
+    ):
         if seen is not None:
             seen[key] = (message, hit.anatomy)
         return hit.anatomy
@@ -241,7 +252,7 @@ def read(message: BaseMessage) -> Anatomy:
         if entry is not None and entry.source() is None:
             _memo.pop(key, None)
 
-    _memo[key] = _Entry(weakref.ref(message, forget), state, anatomy)
+    _memo[key] = _Entry(weakref.ref(message, forget), type(message), state(fields), anatomy)
     if seen is not None:
         seen[key] = (message, anatomy)
     return anatomy
@@ -259,12 +270,15 @@ def _listed_only(message: AIMessage) -> bool:
 def call_ids(message: AIMessage) -> list[str]:
     """Return ``read(message).call_ids()``, read directly from the places calls are.
 
-    The ids alone cost less to read than the memo's check (which walks every
-    argument): ``tool_calls``, ``invalid_tool_calls``, call blocks and
-    OpenAI-style raw calls, in the anatomy's order, once each.
+    Outside a :func:`one_pass` block, the ids alone cost less to read than the
+    memo's check: ``tool_calls``, ``invalid_tool_calls``, call blocks and
+    OpenAI-style raw calls, in the anatomy's order, once each. In one, a message
+    that is more than ``tool_calls`` is read once for the whole pass.
     """
     if _listed_only(message):
         ids: list[Any] = [c.get("id") for c in message.tool_calls]
+    elif _pass.get() is not None:  # in a pass, the anatomy is read (and checked) once
+        return read(message).call_ids()
     else:
         ids = [c.get("id") for c in message.tool_calls]
         ids += [c.get("id") for c in message.invalid_tool_calls]

@@ -41,7 +41,7 @@ from langchain_context_pipeline.messages.blocks import (
 from langchain_context_pipeline.messages.kinds import IMAGE_BLOCKS
 from langchain_context_pipeline.messages.marks import METADATA_KEY
 from langchain_context_pipeline.messages.references import format_ref, message_ref
-from langchain_context_pipeline.messages.snapshot import message_snapshot
+from langchain_context_pipeline.messages.snapshot import message_state, message_unchanged
 from langchain_context_pipeline.messages.trim import cut_middle, replace_text, with_cut_args
 from langchain_context_pipeline.messages.units import Split
 from langchain_context_pipeline.messages.values import dumps
@@ -75,11 +75,11 @@ class _Pruned:
     """A snapshot of the pruned copy: a copy edited after it was handed out misses."""
     stats: PruneStats
 
-    def matches(self, message: BaseMessage, state: Any) -> bool:
+    def matches(self, message: BaseMessage, call: Any) -> bool:
         """Whether this result is for ``message`` as it is now, answering the same call."""
-        if self.source() is not message or self.state != state:
+        if self.source() is not message or not message_unchanged(message, self.state, call):
             return False
-        return self.result is None or message_snapshot(self.result) == self.result_state
+        return self.result is None or message_unchanged(self.result, self.result_state)
 
 
 def sum_stats(each: Iterable[PruneStats | None]) -> PruneStats:
@@ -177,7 +177,7 @@ class Pruner(MessagesRunnable):
         self, messages: Sequence[BaseMessage], where: Split
     ) -> tuple[list[BaseMessage], list[PruneStats | None]]:
         start, stop = where.head_end, where.tail_start
-        pairs: dict[int, list[int]] | None = None
+        pairs = where.pairs_for(messages)
         out: list[BaseMessage] = []
         each: list[PruneStats | None] = []
         for index, message in enumerate(messages):
@@ -225,9 +225,8 @@ class Pruner(MessagesRunnable):
             call = calls.get(message.tool_call_id)
         elif not isinstance(message, AIMessage) and not isinstance(message.content, str):
             call = [calls.get(cid) for cid in result_ids(message)]
-        state = message_snapshot(message, call)
         hit = self._memo.get(id(message))
-        if hit is not None and hit.matches(message, state):
+        if hit is not None and hit.matches(message, call):
             stats.add(hit.stats)
             return message if hit.result is None else hit.result
         own = PruneStats()
@@ -244,9 +243,9 @@ class Pruner(MessagesRunnable):
         kept = None if result is message else result
         memo[key] = _Pruned(
             weakref.ref(message, forget),
-            state,
+            message_state(message, call),
             kept,
-            None if kept is None else message_snapshot(kept),
+            None if kept is None else message_state(kept),
             own,
         )
         return result
