@@ -9,10 +9,12 @@ it, so they all see the same message.
 
 The anatomy is remembered per message object: a pass that reads a message many
 times (count it, pair it, brief it, cut it) parses it once, and the next pass
-over the same unchanged message not at all. The memo compares a snapshot of the
-fields the anatomy reads (see :mod:`~langchain_context_pipeline.messages.snapshot`),
+over the same unchanged message not at all. The memo compares the state of every
+field of the message (see :mod:`~langchain_context_pipeline.messages.snapshot`),
 so an edit in place (``message.content[0]["text"] = ...``,
-``message.tool_calls[0]["args"]["path"] = ...``) is seen and read anew.
+``message.tool_calls[0]["args"]["path"] = ...``) is seen and read anew; while
+:func:`read` gives the same anatomy object back, the whole message is as it was when
+that anatomy was built (the Pruner's memo relies on it, see :func:`peek`).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from langchain_context_pipeline.messages.parts import (
     parsed_arguments,
     result_text,
 )
-from langchain_context_pipeline.messages.snapshot import state, unchanged
+from langchain_context_pipeline.messages.snapshot import message_state, message_unchanged
 
 __all__ = [
     "Anatomy",
@@ -57,6 +59,7 @@ __all__ = [
     "invalid_call_text",
     "message_text",
     "one_pass",
+    "peek",
     "read",
     "result_text",
 ]
@@ -165,33 +168,15 @@ class Anatomy:
 class _Entry:
     """One remembered anatomy: the message (weakly), the state it was read in."""
 
-    __slots__ = ("anatomy", "kind", "source", "state")
+    __slots__ = ("anatomy", "source", "state")
 
-    def __init__(
-        self, source: weakref.ref[BaseMessage], kind: type, state: Any, anatomy: Anatomy
-    ) -> None:
+    def __init__(self, source: weakref.ref[BaseMessage], state: Any, anatomy: Anatomy) -> None:
         self.source = source
-        self.kind = kind
         self.state = state
         self.anatomy = anatomy
 
 
 _memo: dict[int, _Entry] = {}
-
-
-def _fields(message: BaseMessage) -> tuple[Any, ...]:
-    """The fields :func:`read` reads, and nothing else."""
-    fields = message.__dict__
-    extra = fields.get("additional_kwargs")
-    raw = extra.get("tool_calls") if isinstance(extra, dict) else None
-    return (
-        fields.get("content"),
-        fields.get("tool_calls"),
-        fields.get("invalid_tool_calls"),
-        raw,
-        fields.get("tool_call_id"),
-        fields.get("status"),
-    )
 
 
 _pass: contextvars.ContextVar[dict[int, tuple[BaseMessage, Anatomy]] | None] = (
@@ -222,6 +207,17 @@ def current_pass() -> object | None:
     return _pass.get()
 
 
+def peek(message: BaseMessage) -> Anatomy | None:
+    """Return the anatomy :func:`read` gave for ``message`` in this pass, or None.
+
+    None outside a :func:`one_pass` block or before the message's first read in it.
+    Costs no check: the pass checked the message at that first read.
+    """
+    seen = _pass.get()
+    found = None if seen is None else seen.get(id(message))
+    return found[1] if found is not None and found[0] is message else None
+
+
 def read(message: BaseMessage) -> Anatomy:
     """Return the anatomy of ``message``, from the memo when it is unchanged."""
     global BUILDS
@@ -231,14 +227,8 @@ def read(message: BaseMessage) -> Anatomy:
         found = seen.get(key)
         if found is not None and found[0] is message:
             return found[1]
-    fields = _fields(message)
     hit = _memo.get(key)
-    if (
-        hit is not None
-        and hit.source() is message
-        and type(message) is hit.kind
-        and unchanged(fields, hit.state)
-    ):
+    if hit is not None and hit.source() is message and message_unchanged(message, hit.state):
         if seen is not None:
             seen[key] = (message, hit.anatomy)
         return hit.anatomy
@@ -252,7 +242,7 @@ def read(message: BaseMessage) -> Anatomy:
         if entry is not None and entry.source() is None:
             _memo.pop(key, None)
 
-    _memo[key] = _Entry(weakref.ref(message, forget), type(message), state(fields), anatomy)
+    _memo[key] = _Entry(weakref.ref(message, forget), message_state(message), anatomy)
     if seen is not None:
         seen[key] = (message, anatomy)
     return anatomy

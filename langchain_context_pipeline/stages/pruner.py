@@ -28,7 +28,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 
 from langchain_context_pipeline.errors import check_int
-from langchain_context_pipeline.messages.anatomy import one_pass
+from langchain_context_pipeline.messages.anatomy import Anatomy, one_pass, peek, read
 from langchain_context_pipeline.messages.blocks import (
     RESULT_BLOCKS,
     RESULT_CONTENT,
@@ -41,7 +41,12 @@ from langchain_context_pipeline.messages.blocks import (
 from langchain_context_pipeline.messages.kinds import IMAGE_BLOCKS
 from langchain_context_pipeline.messages.marks import METADATA_KEY
 from langchain_context_pipeline.messages.references import format_ref, message_ref
-from langchain_context_pipeline.messages.snapshot import message_state, message_unchanged
+from langchain_context_pipeline.messages.snapshot import (
+    message_state,
+    message_unchanged,
+    state,
+    unchanged,
+)
 from langchain_context_pipeline.messages.trim import cut_middle, replace_text, with_cut_args
 from langchain_context_pipeline.messages.units import Split
 from langchain_context_pipeline.messages.values import dumps
@@ -63,21 +68,34 @@ class _Pruned:
     """One remembered pruning: what went in and what came out.
 
     The message itself is held weakly, so the memo keeps no conversation alive;
-    its entry goes when the message does. ``state`` is a snapshot of every field
-    of the message and of the call it answers: an edit in place misses.
+    its entry goes when the message does. The message is checked by its anatomy
+    when the pass had read it (the anatomy memo checks every field: while
+    :func:`~langchain_context_pipeline.messages.anatomy.read` gives the same object
+    back, the message is as it was), else by ``state``; ``call`` is the state of the
+    call it answers. An edit in place misses.
     """
 
     source: weakref.ref[BaseMessage]
+    anatomy: Anatomy | None
+    """The message's anatomy, when the pass had read the message (then no ``state``)."""
     state: Any
+    call: Any
     result: BaseMessage | None
     """The pruned copy, or None when pruning left the message as it was."""
     result_state: Any
-    """A snapshot of the pruned copy: a copy edited after it was handed out misses."""
+    """The pruned copy's state: a copy edited after it was handed out misses."""
     stats: PruneStats
 
     def matches(self, message: BaseMessage, call: Any) -> bool:
         """Whether this result is for ``message`` as it is now, answering the same call."""
-        if self.source() is not message or not message_unchanged(message, self.state, call):
+        if self.source() is not message:
+            return False
+        if self.anatomy is not None:
+            if read(message) is not self.anatomy:
+                return False
+        elif not message_unchanged(message, self.state):
+            return False
+        if not unchanged(call, self.call):
             return False
         return self.result is None or message_unchanged(self.result, self.result_state)
 
@@ -217,8 +235,9 @@ class Pruner(MessagesRunnable):
         An agent sends the same old messages at every turn; pruning them again would
         give the same bytes. A result is reused only for the very same message object
         whose fields, down to every string, and answered call are as they were (see
-        :mod:`._snapshot`): an edit in place, an attribute set anew, or another
-        call, misses, so the memo never returns what a fresh Pruner would not.
+        :mod:`~langchain_context_pipeline.messages.snapshot`): an edit in place, an
+        attribute set anew, or another call, misses, so the memo never returns what a
+        fresh Pruner would not.
         """
         call: Any = None
         if isinstance(message, ToolMessage):
@@ -241,9 +260,12 @@ class Pruner(MessagesRunnable):
             memo.pop(key, None)
 
         kept = None if result is message else result
+        anatomy = peek(message)
         memo[key] = _Pruned(
             weakref.ref(message, forget),
-            message_state(message, call),
+            anatomy,
+            message_state(message) if anatomy is None else None,
+            state(call),
             kept,
             None if kept is None else message_state(kept),
             own,
