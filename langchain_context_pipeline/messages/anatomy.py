@@ -9,10 +9,12 @@ it, so they all see the same message.
 
 The anatomy is remembered per message object: a pass that reads a message many
 times (count it, pair it, brief it, cut it) parses it once, and the next pass
-over the same unchanged message not at all. The memo compares a snapshot of the
-fields the anatomy reads (see :mod:`~langchain_context_pipeline.messages.snapshot`),
+over the same unchanged message not at all. The memo compares the state of every
+field of the message (see :mod:`~langchain_context_pipeline.messages.snapshot`),
 so an edit in place (``message.content[0]["text"] = ...``,
-``message.tool_calls[0]["args"]["path"] = ...``) is seen and read anew.
+``message.tool_calls[0]["args"]["path"] = ...``) is seen and read anew; while
+:func:`read` gives the same anatomy object back, the whole message is as it was when
+that anatomy was built (the Pruner's memo relies on it, see :func:`peek`).
 """
 
 from __future__ import annotations
@@ -42,7 +44,7 @@ from langchain_context_pipeline.messages.parts import (
     parsed_arguments,
     result_text,
 )
-from langchain_context_pipeline.messages.values import snapshot
+from langchain_context_pipeline.messages.snapshot import message_state, message_unchanged
 
 __all__ = [
     "Anatomy",
@@ -53,9 +55,11 @@ __all__ = [
     "call_index",
     "call_text",
     "count_images",
+    "current_pass",
     "invalid_call_text",
     "message_text",
     "one_pass",
+    "peek",
     "read",
     "result_text",
 ]
@@ -175,24 +179,6 @@ class _Entry:
 _memo: dict[int, _Entry] = {}
 
 
-def _state(message: BaseMessage) -> Any:
-    """Snapshot the fields :func:`read` reads, and nothing else."""
-    fields = message.__dict__
-    extra = fields.get("additional_kwargs")
-    raw = extra.get("tool_calls") if isinstance(extra, dict) else None
-    return snapshot(
-        (
-            type(message),
-            fields.get("content"),
-            fields.get("tool_calls"),
-            fields.get("invalid_tool_calls"),
-            raw,
-            fields.get("tool_call_id"),
-            fields.get("status"),
-        )
-    )
-
-
 _pass: contextvars.ContextVar[dict[int, tuple[BaseMessage, Anatomy]] | None] = (
     contextvars.ContextVar("anatomy_pass", default=None)
 )
@@ -216,6 +202,22 @@ def one_pass() -> Iterator[None]:
         _pass.reset(token)
 
 
+def current_pass() -> object | None:
+    """Return a token of the :func:`one_pass` block running (None outside of one)."""
+    return _pass.get()
+
+
+def peek(message: BaseMessage) -> Anatomy | None:
+    """Return the anatomy :func:`read` gave for ``message`` in this pass, or None.
+
+    None outside a :func:`one_pass` block or before the message's first read in it.
+    Costs no check: the pass checked the message at that first read.
+    """
+    seen = _pass.get()
+    found = None if seen is None else seen.get(id(message))
+    return found[1] if found is not None and found[0] is message else None
+
+
 def read(message: BaseMessage) -> Anatomy:
     """Return the anatomy of ``message``, from the memo when it is unchanged."""
     global BUILDS
@@ -225,9 +227,8 @@ def read(message: BaseMessage) -> Anatomy:
         found = seen.get(key)
         if found is not None and found[0] is message:
             return found[1]
-    state = _state(message)
     hit = _memo.get(key)
-    if hit is not None and hit.source() is message and hit.state == state:
+    if hit is not None and hit.source() is message and message_unchanged(message, hit.state):
         if seen is not None:
             seen[key] = (message, hit.anatomy)
         return hit.anatomy
@@ -241,7 +242,7 @@ def read(message: BaseMessage) -> Anatomy:
         if entry is not None and entry.source() is None:
             _memo.pop(key, None)
 
-    _memo[key] = _Entry(weakref.ref(message, forget), state, anatomy)
+    _memo[key] = _Entry(weakref.ref(message, forget), message_state(message), anatomy)
     if seen is not None:
         seen[key] = (message, anatomy)
     return anatomy
@@ -259,12 +260,15 @@ def _listed_only(message: AIMessage) -> bool:
 def call_ids(message: AIMessage) -> list[str]:
     """Return ``read(message).call_ids()``, read directly from the places calls are.
 
-    The ids alone cost less to read than the memo's check (which walks every
-    argument): ``tool_calls``, ``invalid_tool_calls``, call blocks and
-    OpenAI-style raw calls, in the anatomy's order, once each.
+    Outside a :func:`one_pass` block, the ids alone cost less to read than the
+    memo's check: ``tool_calls``, ``invalid_tool_calls``, call blocks and
+    OpenAI-style raw calls, in the anatomy's order, once each. In one, a message
+    that is more than ``tool_calls`` is read once for the whole pass.
     """
     if _listed_only(message):
         ids: list[Any] = [c.get("id") for c in message.tool_calls]
+    elif _pass.get() is not None:  # in a pass, the anatomy is read (and checked) once
+        return read(message).call_ids()
     else:
         ids = [c.get("id") for c in message.tool_calls]
         ids += [c.get("id") for c in message.invalid_tool_calls]

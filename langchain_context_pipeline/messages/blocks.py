@@ -31,7 +31,7 @@ verbatim, and drops them whole (newest turn last) only when nothing else can giv
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
@@ -155,7 +155,7 @@ def pair_results(messages: Sequence[BaseMessage]) -> dict[int, list[int]]:
 
 
 def paired_call(
-    messages: Sequence[BaseMessage], index: int, pairs: dict[int, list[int]] | None = None
+    messages: Sequence[BaseMessage], index: int, pairs: Mapping[int, list[int]] | None = None
 ) -> dict[str, tuple[str, Any]]:
     """Return ``{call id: (name, args)}`` of the calls the message at ``index`` answers.
 

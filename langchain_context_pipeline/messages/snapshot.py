@@ -10,17 +10,124 @@ leaves are the very strings and ints the message holds. Comparing two snapshots
 compares leaves by identity first (free for the strings that did not change) and by
 value otherwise, so it costs one walk over the message's structure, never a pass
 over its text, and is exact: no hash that could collide.
+
+A memo stores a :func:`state` and checks it with :func:`unchanged`. For a *plain*
+value (nothing but ``dict``, ``list``, ``tuple``, ``str``, ``int``, ``float``,
+``bool`` and ``None``, exact types, keys leaves, at most :data:`_DEPTH` levels: a
+message as models and agents build it) the state is the value's ``marshal`` bytes
+(format 2: no back-references, so the bytes depend on the value alone), and the
+check marshals the value again, in C, and compares bytes. It is as exact as a
+snapshot: ``marshal`` writes each of these types under a type code of its own (it
+refuses subclasses), a float by its 8 bytes (``-0.0`` is not ``0.0``), an int by its
+digits, a dict in its order; the byte string parses one way only, so a value whose
+bytes equal a plain value's holds the same types, in the same containers, with equal
+leaves. (Only ``bytes`` and other buffers, and code objects, share a type code with
+values written differently; a plain value has none, so they never match it.) Any
+other value is snapshotted.
 """
 
 from __future__ import annotations
 
+import marshal
 from typing import Any
 
 from langchain_core.messages import BaseMessage
 
 from langchain_context_pipeline.messages.values import snapshot
 
-__all__ = ["message_snapshot", "snapshot"]
+__all__ = [
+    "message_snapshot",
+    "message_state",
+    "message_unchanged",
+    "snapshot",
+    "state",
+    "unchanged",
+]
+
+_DEPTH = 100
+"""Depth up to which a value can be plain (a cycle never is)."""
+
+_LEAVES = frozenset({str, int, float, bool, type(None)})
+
+_MARSHAL = 2
+"""The ``marshal`` format: the last one without back-references (which depend on
+reference counts, not on the value)."""
+
+
+class _Packed:
+    """A plain value's state: its ``marshal`` bytes (see the module docstring)."""
+
+    __slots__ = ("data",)
+
+    def __init__(self, data: bytes) -> None:
+        self.data = data
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, _Packed) and other.data == self.data
+
+    def __hash__(self) -> int:
+        return hash(self.data)
+
+
+def _plain(value: Any, depth: int) -> bool:
+    """Whether ``value`` is plain (see the module docstring)."""
+    kind = type(value)
+    if kind in _LEAVES:
+        return True
+    if depth > _DEPTH:
+        return False
+    leaves = _LEAVES
+    deeper = depth + 1
+    if kind is dict:
+        for key, item in value.items():
+            if type(key) not in leaves:
+                return False
+            if type(item) not in leaves and not _plain(item, deeper):
+                return False
+        return True
+    if kind is list or kind is tuple:
+        for item in value:  # noqa: SIM110 - all() over a generator costs more
+            if type(item) not in leaves and not _plain(item, deeper):
+                return False
+        return True
+    return False
+
+
+def state(value: Any) -> Any:
+    """Return what :func:`unchanged` checks ``value`` against later.
+
+    The ``marshal`` bytes of a plain value, else its :func:`snapshot`.
+    """
+    if _plain(value, 0):
+        try:
+            return _Packed(marshal.dumps(value, _MARSHAL))
+        except ValueError:  # pragma: no cover - a plain value always marshals
+            pass
+    return snapshot(value)
+
+
+def unchanged(value: Any, old: Any) -> bool:
+    """Whether ``value`` is as it was when ``old = state(value)`` was taken, exactly."""
+    if isinstance(old, _Packed):
+        try:
+            return bool(marshal.dumps(value, _MARSHAL) == old.data)
+        except ValueError:  # not marshallable (or too deep): not the plain value it was
+            return False
+    return bool(snapshot(value) == old)
+
+
+def _fields(message: BaseMessage, more: tuple[Any, ...]) -> tuple[Any, ...]:
+    return (message.__dict__, message.__pydantic_extra__ or None, more)
+
+
+def message_state(message: BaseMessage, *more: Any) -> tuple[type, Any]:
+    """Return the :func:`state` of every field of ``message`` (extras too), and of ``more``."""
+    return type(message), state(_fields(message, more))
+
+
+def message_unchanged(message: BaseMessage, old: tuple[type, Any], *more: Any) -> bool:
+    """Whether ``message`` and ``more`` are as when ``old = message_state(message, *more)``."""
+    return type(message) is old[0] and unchanged(_fields(message, more), old[1])
 
 
 def message_snapshot(message: BaseMessage, *more: Any) -> Any:

@@ -12,12 +12,14 @@ system messages (never pruned, summarized or dropped).
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, replace
+import operator
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Protocol
 
 from langchain_core.messages import BaseMessage, ChatMessage, SystemMessage
 
+from langchain_context_pipeline.messages.anatomy import current_pass
 from langchain_context_pipeline.messages.blocks import call_ids, pair_results
 from langchain_context_pipeline.messages.marks import WRITTEN_KINDS, pipeline_kind
 
@@ -55,9 +57,12 @@ def group_units(messages: Sequence[BaseMessage]) -> list[Unit]:
     nearest preceding open call of its id (see :func:`~._blocks.pair_results`).
     Orphan results and unanswered calls are tolerated as units of their own.
     """
-    n = len(messages)
+    return _group(len(messages), pair_results(messages))
+
+
+def _group(n: int, pairs: Mapping[int, list[int]]) -> list[Unit]:
     end_of = list(range(1, n + 1))
-    for index, starts in pair_results(messages).items():
+    for index, starts in pairs.items():
         for start in starts:
             end_of[start] = max(end_of[start], index + 1)
     units: list[Unit] = []
@@ -111,6 +116,11 @@ class Split:
     """Indices of the messages that act as system messages."""
     size: int
     """The number of messages split."""
+    pairing: tuple[object, tuple[BaseMessage, ...], Mapping[int, list[int]]] | None = field(
+        default=None, compare=False, repr=False
+    )
+    """``(pass, messages, pair_results(messages))`` from :meth:`of` in a
+    :func:`~.anatomy.one_pass` block (see :meth:`pairs_for`)."""
 
     @classmethod
     def of(cls, messages: Sequence[BaseMessage], head_count: int) -> Split:
@@ -121,7 +131,8 @@ class Split:
         head stops before any message the pipeline wrote (a prior summary or note),
         so a summary is merged, never frozen into the head.
         """
-        units = tuple(group_units(messages))
+        pairs = pair_results(messages)
+        units = tuple(_group(len(messages), pairs))
         systems = frozenset(
             i
             for i, m in enumerate(messages)
@@ -129,7 +140,22 @@ class Split:
             or (isinstance(m, ChatMessage) and m.role in _SYSTEM_ROLES)
         )
         n = len(messages)
-        return cls(units, _head_end(messages, units, head_count), n, systems, n)
+        token = current_pass()
+        pairing = None if token is None else (token, tuple(messages), pairs)
+        return cls(units, _head_end(messages, units, head_count), n, systems, n, pairing)
+
+    def pairs_for(self, messages: Sequence[BaseMessage]) -> Mapping[int, list[int]] | None:
+        """Return ``pair_results(messages)`` as :meth:`of` found it, or None.
+
+        Only in the :func:`~.anatomy.one_pass` block that split, whose messages are
+        not edited, and for the very messages split (not a list of as many others).
+        """
+        if self.pairing is None:
+            return None
+        token, split, pairs = self.pairing
+        if token is not current_pass() or len(split) != len(messages):
+            return None
+        return pairs if all(map(operator.is_, split, messages)) else None
 
     @property
     def unit_ends(self) -> frozenset[int]:

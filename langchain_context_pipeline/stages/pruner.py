@@ -28,7 +28,7 @@ from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
 from langchain_core.runnables import RunnableConfig
 
 from langchain_context_pipeline.errors import check_int
-from langchain_context_pipeline.messages.anatomy import one_pass
+from langchain_context_pipeline.messages.anatomy import Anatomy, one_pass, peek, read
 from langchain_context_pipeline.messages.blocks import (
     RESULT_BLOCKS,
     RESULT_CONTENT,
@@ -41,7 +41,12 @@ from langchain_context_pipeline.messages.blocks import (
 from langchain_context_pipeline.messages.kinds import IMAGE_BLOCKS
 from langchain_context_pipeline.messages.marks import METADATA_KEY
 from langchain_context_pipeline.messages.references import format_ref, message_ref
-from langchain_context_pipeline.messages.snapshot import message_snapshot
+from langchain_context_pipeline.messages.snapshot import (
+    message_state,
+    message_unchanged,
+    state,
+    unchanged,
+)
 from langchain_context_pipeline.messages.trim import cut_middle, replace_text, with_cut_args
 from langchain_context_pipeline.messages.units import Split
 from langchain_context_pipeline.messages.values import dumps
@@ -63,23 +68,36 @@ class _Pruned:
     """One remembered pruning: what went in and what came out.
 
     The message itself is held weakly, so the memo keeps no conversation alive;
-    its entry goes when the message does. ``state`` is a snapshot of every field
-    of the message and of the call it answers: an edit in place misses.
+    its entry goes when the message does. The message is checked by its anatomy
+    when the pass had read it (the anatomy memo checks every field: while
+    :func:`~langchain_context_pipeline.messages.anatomy.read` gives the same object
+    back, the message is as it was), else by ``state``; ``call`` is the state of the
+    call it answers. An edit in place misses.
     """
 
     source: weakref.ref[BaseMessage]
+    anatomy: Anatomy | None
+    """The message's anatomy, when the pass had read the message (then no ``state``)."""
     state: Any
+    call: Any
     result: BaseMessage | None
     """The pruned copy, or None when pruning left the message as it was."""
     result_state: Any
-    """A snapshot of the pruned copy: a copy edited after it was handed out misses."""
+    """The pruned copy's state: a copy edited after it was handed out misses."""
     stats: PruneStats
 
-    def matches(self, message: BaseMessage, state: Any) -> bool:
+    def matches(self, message: BaseMessage, call: Any) -> bool:
         """Whether this result is for ``message`` as it is now, answering the same call."""
-        if self.source() is not message or self.state != state:
+        if self.source() is not message:
             return False
-        return self.result is None or message_snapshot(self.result) == self.result_state
+        if self.anatomy is not None:
+            if read(message) is not self.anatomy:
+                return False
+        elif not message_unchanged(message, self.state):
+            return False
+        if not unchanged(call, self.call):
+            return False
+        return self.result is None or message_unchanged(self.result, self.result_state)
 
 
 def sum_stats(each: Iterable[PruneStats | None]) -> PruneStats:
@@ -177,7 +195,7 @@ class Pruner(MessagesRunnable):
         self, messages: Sequence[BaseMessage], where: Split
     ) -> tuple[list[BaseMessage], list[PruneStats | None]]:
         start, stop = where.head_end, where.tail_start
-        pairs: dict[int, list[int]] | None = None
+        pairs = where.pairs_for(messages)
         out: list[BaseMessage] = []
         each: list[PruneStats | None] = []
         for index, message in enumerate(messages):
@@ -217,17 +235,17 @@ class Pruner(MessagesRunnable):
         An agent sends the same old messages at every turn; pruning them again would
         give the same bytes. A result is reused only for the very same message object
         whose fields, down to every string, and answered call are as they were (see
-        :mod:`._snapshot`): an edit in place, an attribute set anew, or another
-        call, misses, so the memo never returns what a fresh Pruner would not.
+        :mod:`~langchain_context_pipeline.messages.snapshot`): an edit in place, an
+        attribute set anew, or another call, misses, so the memo never returns what a
+        fresh Pruner would not.
         """
         call: Any = None
         if isinstance(message, ToolMessage):
             call = calls.get(message.tool_call_id)
         elif not isinstance(message, AIMessage) and not isinstance(message.content, str):
             call = [calls.get(cid) for cid in result_ids(message)]
-        state = message_snapshot(message, call)
         hit = self._memo.get(id(message))
-        if hit is not None and hit.matches(message, state):
+        if hit is not None and hit.matches(message, call):
             stats.add(hit.stats)
             return message if hit.result is None else hit.result
         own = PruneStats()
@@ -242,11 +260,14 @@ class Pruner(MessagesRunnable):
             memo.pop(key, None)
 
         kept = None if result is message else result
+        anatomy = peek(message)
         memo[key] = _Pruned(
             weakref.ref(message, forget),
-            state,
+            anatomy,
+            message_state(message) if anatomy is None else None,
+            state(call),
             kept,
-            None if kept is None else message_snapshot(kept),
+            None if kept is None else message_state(kept),
             own,
         )
         return result
