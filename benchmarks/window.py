@@ -159,16 +159,37 @@ USAGE_STRATEGIES: tuple[type[Strategy], ...] = (
 """The usage-reporting runs of the middleware."""
 
 
-LOW_WATER_GRID = (0.5, 0.7, 0.85, 0.95, 1.0)
+LOW_WATER_GRID = (0.4, 0.5, 0.6, 0.7, 0.85, 1.0)
 """The ``low_water`` values the full run replays the default pipeline and the hook path at."""
 
 
 def low_water_strategies(values: Sequence[float] = LOW_WATER_GRID) -> list[type[Strategy]]:
-    """The default pipeline and the hook path (prune + condense) at each ``low_water``."""
+    """The default pipeline, the hook path (prune + condense) and the default with
+    usage reported (the middleware), at each ``low_water``."""
     from benchmarks.strategies import OursCondense, OursDefault
     from langchain_context_pipeline import ContextPipeline
 
     out: list[type[Strategy]] = []
+    for value in values:
+
+        def init(self: Any, window: int, fake: FakeSummarizer, value: float = value) -> None:
+            _MiddlewareUsage.__init__(self, window, fake)
+            self.middleware = ContextPipelineMiddleware(
+                threshold=window,
+                tail_budget=self.tail,
+                model=None,
+                recall_tool=False,
+                low_water=value,
+            )
+
+        attributes = {
+            "key": f"{OursDefaultUsage.key}@{value:g}",
+            "label": f"{OursDefaultUsage.label}, low_water={value:g}",
+            "__init__": init,
+            "low_water": value,
+            "base_key": OursDefaultUsage.key,
+        }
+        out.append(type("OursDefaultUsageLowWater", (OursDefaultUsage,), attributes))
     for base in (OursDefault, OursCondense):
         for value in values:
 
