@@ -415,6 +415,13 @@ def usage_runs(draw: st.DrawFn) -> UsageRun:
     """An English task, then tool turns whose outputs mix every kind, with edits in place."""
     serial = iter(range(100_000))
     threshold = draw(st.integers(1_500, 8_000))
+    # Ids as a checkpointer gives them (the middleware then carries the cuts of the
+    # last request by them), or none, as a hand-built list may have.
+    with_ids = draw(st.booleans())
+
+    def new_id() -> str | None:
+        return f"m{next(serial)}" if with_ids else None
+
     turns: list[Turn] = []
     count = 1
     for _ in range(draw(st.integers(3, 12))):
@@ -428,9 +435,10 @@ def usage_runs(draw: st.DrawFn) -> UsageRun:
             }
             for _ in range(draw(st.integers(1, 2)))
         ]
-        turn.messages.append(AIMessage(draw(mixed_texts(300)), tool_calls=calls))
+        turn.messages.append(AIMessage(draw(mixed_texts(300)), tool_calls=calls, id=new_id()))
         turn.messages += [
-            ToolMessage(draw(mixed_texts(threshold * 3 // 2)), tool_call_id=c["id"]) for c in calls
+            ToolMessage(draw(mixed_texts(threshold * 3 // 2)), tool_call_id=c["id"], id=new_id())
+            for c in calls
         ]
         if count > 1 and draw(st.integers(0, 4)) == 0:  # an earlier message edited in place
             turn.edits = [
