@@ -46,6 +46,17 @@ from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage
 
+from langchain_context_pipeline.tokens.counted import (
+    Counted,
+    Span,
+    counted_of,
+    cut_ids_of,
+    model_identity,
+    reply_identity,
+    same_model,
+    span_credit,
+    span_of,
+)
 from langchain_context_pipeline.tokens.prefix import (
     prefix_digests,
     request_overhead,
@@ -81,8 +92,6 @@ OVERFLOW_TIGHTENING = 1.25
 """The correction grows by this factor after a context-length error that reports no sizes."""
 MAX_COUNTED = 16
 """How many counted requests a record keeps (the newest): each may be the next prefix."""
-SPAN_MARGIN = 1.01
-"""Applied to a counted span's reported tokens where it is found again."""
 MAX_SPANS = 128
 """How many counted spans a record keeps (the newest): runs of messages whose tokens
 the provider's counts tell apart, found again wherever they stand in a later request."""
@@ -92,81 +101,6 @@ BUDGET_STEP = 8
 """The last call's budget is tried first unless the counted prefix allows
 ``threshold / BUDGET_STEP`` more: a steady limit keeps the cuts (and the provider's
 prompt cache) where they were."""
-
-
-def model_identity(model: Any) -> tuple[str | None, str | None]:
-    """Return ``(provider, model name)`` of a chat model, as LangSmith names them."""
-    try:
-        params = model._get_ls_params()
-    except Exception:  # not a chat model, or one that cannot say
-        return None, None
-    provider = params.get("ls_provider")
-    name = params.get("ls_model_name")
-    return (provider if isinstance(provider, str) else None), (
-        name if isinstance(name, str) else None
-    )
-
-
-def _reply_identity(reply: BaseMessage) -> tuple[str | None, str | None]:
-    meta = reply.response_metadata or {}
-    provider = meta.get("model_provider")
-    name = meta.get("model_name") or meta.get("model")
-    return (provider if isinstance(provider, str) else None), (
-        name if isinstance(name, str) else None
-    )
-
-
-def _same_model(agent: tuple[str | None, str | None], reply: tuple[str | None, str | None]) -> bool:
-    if agent[0] and reply[0] and agent[0].lower() != reply[0].lower():
-        return False
-    # A dated snapshot ("gpt-4o-2024-08-06") answers for its alias ("gpt-4o").
-    return not (
-        agent[1]
-        and reply[1]
-        and not (reply[1].startswith(agent[1]) or agent[1].startswith(reply[1]))
-    )
-
-
-Counted = tuple[int, str, int, int]
-"""A request the provider counted: ``(messages, digest, counted tokens, reported tokens)``."""
-
-
-Span = tuple[str, str, int, int, int]
-"""A run of messages the provider counted: ``(first message's digest, the run's digest,
-messages, counted tokens, reported tokens)``. When a request repeats a counted one and
-adds messages, the difference of the two reported counts is what the added messages
-cost the provider, wherever they stand later."""
-
-
-def _naturals(*values: Any) -> bool:
-    return all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in values)
-
-
-def _counted(value: Any) -> Counted | None:
-    if not isinstance(value, Sequence) or isinstance(value, str) or len(value) != 4:
-        return None
-    n, digest, counted, reported = value
-    if not _naturals(n, counted, reported):
-        return None
-    return (n, digest, counted, reported) if isinstance(digest, str) else None
-
-
-def _cut_ids(value: Any) -> tuple[str | None, str | None] | None:
-    if not isinstance(value, list | tuple) or len(value) != 2:
-        return None
-    first, second = value
-    if not all(v is None or isinstance(v, str) for v in (first, second)):
-        return None
-    return first, second
-
-
-def _span(value: Any) -> Span | None:
-    if not isinstance(value, Sequence) or isinstance(value, str) or len(value) != 5:
-        return None
-    first, digest, n, counted, reported = value
-    if not (isinstance(first, str) and isinstance(digest, str) and _naturals(n, counted, reported)):
-        return None
-    return (first, digest, n, counted, reported) if n > 0 else None
 
 
 @dataclass(frozen=True)
@@ -211,11 +145,11 @@ class Calibration:
         after = value.get("after")
         if not math.isfinite(correction) or not MIN_CORRECTION <= correction <= MAX_CORRECTION:
             return cls()
-        pending = _counted([*value["pending"], 0, 0]) if _pair(value.get("pending")) else None
+        pending = counted_of([*value["pending"], 0, 0]) if _pair(value.get("pending")) else None
         entries = value.get("counted")
         counted = tuple(
             c
-            for c in (_counted(e) for e in (entries if isinstance(entries, list) else ()))
+            for c in (counted_of(e) for e in (entries if isinstance(entries, list) else ()))
             if c is not None
         )
         held = value.get("held", 0)
@@ -228,13 +162,13 @@ class Calibration:
             None if pending is None else (pending[0], pending[1]),
             counted[-MAX_COUNTED:],
             held if isinstance(held, int) and not isinstance(held, bool) and held > 0 else 0,
-            _cut_ids(value.get("cuts")),
+            cut_ids_of(value.get("cuts")),
             tuple(
                 sp
-                for sp in (_span(e) for e in (spans if isinstance(spans, list) else ()))
+                for sp in (span_of(e) for e in (spans if isinstance(spans, list) else ()))
                 if sp is not None
             )[-MAX_SPANS:],
-            _span(value.get("pending_span")),
+            span_of(value.get("pending_span")),
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -266,39 +200,6 @@ class Calibration:
     ) -> int:
         counted, reported = entry[2] + spans[0], entry[3] + spans[1]
         return max(1, math.floor(counted + (threshold - reported) / self._unseen))
-
-    def _span_credit(self, message_digests: Sequence[str], start: int) -> tuple[int, int]:
-        """Counted and reported tokens of the counted spans found in ``message_digests[start:]``.
-
-        Each span is taken where its messages stand unchanged and in order, the
-        longest first, none overlapping. What the provider reported is raised by
-        :data:`SPAN_MARGIN` and one token per message: a message may cost a little
-        more where it now stands (a provider that merges neighbouring turns).
-        """
-        if not self.spans:
-            return 0, 0
-        by_first: dict[str, list[Span]] = {}
-        for sp in self.spans:
-            by_first.setdefault(sp[0], []).append(sp)
-        counted = reported = 0
-        i = start
-        while i < len(message_digests):
-            found: Span | None = None
-            for sp in by_first.get(message_digests[i], ()):
-                n = sp[2]
-                if found is not None and n <= found[2]:
-                    continue
-                if i + n <= len(message_digests) and (
-                    span_digest(message_digests[i : i + n]) == sp[1]
-                ):
-                    found = sp
-            if found is None:
-                i += 1
-                continue
-            counted += found[3]
-            reported += math.ceil(found[4] * SPAN_MARGIN) + found[2]
-            i += found[2]
-        return counted, reported
 
     def first_budget(self, threshold: int) -> int:
         """Return the budget to compress with first: the newest counted request's.
@@ -334,7 +235,9 @@ class Calibration:
         kept = [c for c in self.counted if c[0] < len(digests) and digests[c[0]] == c[1]]
         entry = max(kept, key=lambda c: c[0]) if kept else None
         start = 0 if entry is None else entry[0]
-        spans = (0, 0) if message_digests is None else self._span_credit(message_digests, start)
+        spans = (
+            (0, 0) if message_digests is None else span_credit(self.spans, message_digests, start)
+        )
         if entry is None:
             if spans == (0, 0):
                 return self.budget(threshold)
@@ -444,8 +347,8 @@ class Calibration:
             return self, None
         if not isinstance(reply, AIMessage) or not reply.usage_metadata:
             return self, "no usage: the model's reply has no usage_metadata"
-        if not _same_model(agent, _reply_identity(reply)):
-            source = _reply_identity(reply)
+        if not same_model(agent, reply_identity(reply)):
+            source = reply_identity(reply)
             return self, f"other model: usage from {source}, not the agent's {agent}"
         reported = reply.usage_metadata.get("input_tokens")
         if not isinstance(reported, int) or isinstance(reported, bool) or reported <= 0:

@@ -23,9 +23,9 @@ from langchain_context_pipeline.middleware import ContextPipelineMiddleware
 from langchain_context_pipeline.tokens.calibration import (
     CALIBRATION_STATE_KEY,
     MAX_SPANS,
-    SPAN_MARGIN,
     Calibration,
 )
+from langchain_context_pipeline.tokens.counted import SPAN_MARGIN
 from langchain_context_pipeline.tokens.counters import estimate_message_tokens
 from langchain_context_pipeline.tokens.prefix import request_digests, request_seed
 

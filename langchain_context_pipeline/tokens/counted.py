@@ -1,0 +1,155 @@
+"""What the provider counted, and which model counted it.
+
+A thread's calibration (:mod:`~langchain_context_pipeline.tokens.calibration`) keeps the
+last requests the provider counted (:data:`Counted`: a prefix of the next request may
+repeat one of them) and the runs of messages whose cost the difference of two reported
+counts told apart (:data:`Span`: found again wherever they stand unchanged). Both come
+back from graph state, where anything malformed reads as nothing. A count is used only
+when it comes from the agent's own model (:func:`same_model`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from typing import Any
+
+from langchain_core.messages import BaseMessage
+
+from langchain_context_pipeline.tokens.prefix import span_digest
+
+__all__ = [
+    "SPAN_MARGIN",
+    "Counted",
+    "Span",
+    "counted_of",
+    "cut_ids_of",
+    "model_identity",
+    "reply_identity",
+    "same_model",
+    "span_credit",
+    "span_of",
+]
+
+SPAN_MARGIN = 1.01
+"""Applied to a counted span's reported tokens where it is found again."""
+
+Counted = tuple[int, str, int, int]
+"""A request the provider counted: ``(messages, digest, counted tokens, reported tokens)``."""
+
+Span = tuple[str, str, int, int, int]
+"""A run of messages the provider counted: ``(first message's digest, the run's digest,
+messages, counted tokens, reported tokens)``. When a request repeats a counted one and
+adds messages, the difference of the two reported counts is what the added messages
+cost the provider, wherever they stand later."""
+
+
+def model_identity(model: Any) -> tuple[str | None, str | None]:
+    """Return ``(provider, model name)`` of a chat model, as LangSmith names them."""
+    try:
+        params = model._get_ls_params()
+    except Exception:  # not a chat model, or one that cannot say
+        return None, None
+    provider = params.get("ls_provider")
+    name = params.get("ls_model_name")
+    return (provider if isinstance(provider, str) else None), (
+        name if isinstance(name, str) else None
+    )
+
+
+def reply_identity(reply: BaseMessage) -> tuple[str | None, str | None]:
+    """Return ``(provider, model name)`` of the model that wrote ``reply``."""
+    meta = reply.response_metadata or {}
+    provider = meta.get("model_provider")
+    name = meta.get("model_name") or meta.get("model")
+    return (provider if isinstance(provider, str) else None), (
+        name if isinstance(name, str) else None
+    )
+
+
+def same_model(agent: tuple[str | None, str | None], reply: tuple[str | None, str | None]) -> bool:
+    """Whether a reply's model is the agent's (a dated snapshot answers for its alias)."""
+    if agent[0] and reply[0] and agent[0].lower() != reply[0].lower():
+        return False
+    # A dated snapshot ("gpt-4o-2024-08-06") answers for its alias ("gpt-4o").
+    return not (
+        agent[1]
+        and reply[1]
+        and not (reply[1].startswith(agent[1]) or agent[1].startswith(reply[1]))
+    )
+
+
+def _naturals(*values: Any) -> bool:
+    return all(isinstance(i, int) and not isinstance(i, bool) and i >= 0 for i in values)
+
+
+def counted_of(value: Any) -> Counted | None:
+    """Read a counted request from its stored form; anything else is none."""
+    if not isinstance(value, Sequence) or isinstance(value, str) or len(value) != 4:
+        return None
+    n, digest, counted, reported = value
+    if not _naturals(n, counted, reported):
+        return None
+    return (n, digest, counted, reported) if isinstance(digest, str) else None
+
+
+def span_of(value: Any) -> Span | None:
+    """Read a counted span from its stored form; anything else (or an empty run) is none."""
+    if not isinstance(value, Sequence) or isinstance(value, str) or len(value) != 5:
+        return None
+    first, digest, n, counted, reported = value
+    if not (isinstance(first, str) and isinstance(digest, str) and _naturals(n, counted, reported)):
+        return None
+    return (first, digest, n, counted, reported) if n > 0 else None
+
+
+def cut_ids_of(value: Any) -> tuple[str | None, str | None] | None:
+    """Read the two message ids of carried cuts (each may be ``None``); else none."""
+    if not isinstance(value, list | tuple) or len(value) != 2:
+        return None
+    first, second = value
+    if not all(v is None or isinstance(v, str) for v in (first, second)):
+        return None
+    return first, second
+
+
+def span_credit(
+    spans: Sequence[Span], message_digests: Sequence[str], start: int
+) -> tuple[int, int]:
+    """Counted and reported tokens of the ``spans`` found in ``message_digests[start:]``.
+
+    Each span is taken where its messages stand unchanged and in order, the longest
+    first, none overlapping. What the provider reported is raised by
+    :data:`SPAN_MARGIN` and one token per message: a message may cost a little more
+    where it now stands (a provider that merges neighbouring turns).
+
+    Example:
+        >>> from langchain_core.messages import BaseMessage
+
+    from langchain_context_pipeline.tokens.prefix import span_digest
+        >>> run = ("a", span_digest(["a", "b"]), 2, 300, 200)
+        >>> span_credit([run], ["x", "a", "b", "y"], 0)
+        (300, 204)
+    """
+    if not spans:
+        return 0, 0
+    by_first: dict[str, list[Span]] = {}
+    for sp in spans:
+        by_first.setdefault(sp[0], []).append(sp)
+    counted = reported = 0
+    i = start
+    while i < len(message_digests):
+        found: Span | None = None
+        for sp in by_first.get(message_digests[i], ()):
+            n = sp[2]
+            if found is not None and n <= found[2]:
+                continue
+            if i + n <= len(message_digests) and (span_digest(message_digests[i : i + n]) == sp[1]):
+                found = sp
+        if found is None:
+            i += 1
+            continue
+        counted += found[3]
+        reported += math.ceil(found[4] * SPAN_MARGIN) + found[2]
+        i += found[2]
+    return counted, reported
