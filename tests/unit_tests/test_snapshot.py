@@ -8,28 +8,9 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 
 from langchain_context_pipeline.messages.snapshot import snapshot
+from tests.support.written import PLAIN_LEAVES, nested, typed
 
-# Few values, so that two draws are often equal under == yet written differently.
-leaves = st.sampled_from([None, False, True, 0, 1, 0.0, -0.0, 1.0, float("nan"), "a", "", b"a"])
-keys = st.sampled_from(["a", "b", "c"]) | st.integers(0, 1)
-values = st.recursive(
-    leaves,
-    lambda inner: (
-        st.lists(inner, max_size=3)
-        | st.lists(inner, max_size=3).map(tuple)
-        | st.dictionaries(keys, inner, max_size=3)
-    ),
-    max_leaves=8,
-)
-
-
-def typed(value: Any) -> Any:
-    """The value with every container's kind and order, and every leaf's type and repr."""
-    if isinstance(value, dict):
-        return ("dict", [(typed(k), typed(v)) for k, v in value.items()])
-    if isinstance(value, list | tuple):
-        return (type(value).__name__, [typed(v) for v in value])
-    return (type(value).__name__, repr(value))
+values = nested(st.sampled_from(PLAIN_LEAVES))
 
 
 @given(values, values)

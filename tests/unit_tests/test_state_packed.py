@@ -25,6 +25,7 @@ from langchain_context_pipeline.messages.snapshot import (
     state,
     unchanged,
 )
+from tests.support.written import PLAIN_LEAVES, nested, typed
 
 
 class Text(str):
@@ -35,28 +36,10 @@ class Number(enum.IntEnum):
     ONE = 1
 
 
-leaves = st.sampled_from(
-    [None, False, True, 0, 1, 0.0, -0.0, 1.0, float("nan"), "a", "", b"a", Text("a"), Number.ONE]
-) | st.builds(bytearray, st.sampled_from([b"a", b""]))
-keys = st.sampled_from(["a", "b", "c"]) | st.integers(0, 1)
-values = st.recursive(
-    leaves,
-    lambda inner: (
-        st.lists(inner, max_size=3)
-        | st.lists(inner, max_size=3).map(tuple)
-        | st.dictionaries(keys, inner, max_size=3)
-    ),
-    max_leaves=8,
+leaves = st.sampled_from([*PLAIN_LEAVES, Text("a"), Number.ONE]) | st.builds(
+    bytearray, st.sampled_from([b"a", b""])
 )
-
-
-def typed(value: Any) -> Any:
-    """The value with every container's kind and order, and every leaf's type and repr."""
-    if isinstance(value, dict):
-        return ("dict", [(typed(k), typed(v)) for k, v in value.items()])
-    if isinstance(value, list | tuple):
-        return (type(value).__name__, [typed(v) for v in value])
-    return (type(value).__name__, repr(value))
+values = nested(leaves)
 
 
 @given(values, values)
