@@ -123,30 +123,22 @@ def test_a_compaction_prunes_the_oldest_units_down_to_the_low_water_mark() -> No
     # 600 tokens over a limit of 500: pruning two units (90 each) lands at 420, under
     # the low-water mark of 450; the two newer ones older than the tail stay verbatim
     # (what fits is not cut), and nothing is dropped.
-    cuts = replay_cuts(
-        [100] * 6,
-        [10] * 6,
-        [False] * 6,
-        fixed=0,
-        limit=500,
-        low_water=450,
-        tail_budget=200,
-        note=lambda drop: 20,
-    )
-    assert cuts == Cuts(prune=2, drop=0)
+    def landing_at(low_water: int) -> Cuts:
+        return replay_cuts(
+            [100] * 6,
+            [10] * 6,
+            [False] * 6,
+            fixed=0,
+            limit=500,
+            low_water=low_water,
+            tail_budget=200,
+            note=lambda drop: 20,
+        )
+
+    assert landing_at(450) == Cuts(prune=2, drop=0)
     # At a lower low-water mark, every unit older than the tail is pruned (and only
     # then does truncation, the last resort, come in: here it need not).
-    lower = replay_cuts(
-        [100] * 6,
-        [10] * 6,
-        [False] * 6,
-        fixed=0,
-        limit=500,
-        low_water=250,
-        tail_budget=200,
-        note=lambda drop: 20,
-    )
-    assert lower == Cuts(prune=4, drop=0)
+    assert landing_at(250) == Cuts(prune=4, drop=0)
 
 
 def test_truncation_reaches_the_low_water_mark_after_pruning_everything_it_may() -> None:
