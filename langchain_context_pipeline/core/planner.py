@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Generator
-from dataclasses import replace
 from typing import Literal
 
 from langchain_core.messages import BaseMessage
@@ -25,16 +24,15 @@ from langchain_context_pipeline.core.recalled import recall_summary, remember_su
 from langchain_context_pipeline.core.report import CompressionReport, CompressionResult
 from langchain_context_pipeline.errors import BudgetError, check_int
 from langchain_context_pipeline.messages.cache_hint import PrefixWatch
-from langchain_context_pipeline.messages.marks import is_pipeline_summary
 from langchain_context_pipeline.messages.units import Split, head_end
 from langchain_context_pipeline.stages.breaker import conversation_key
 from langchain_context_pipeline.stages.carried import CarriedSummary
 from langchain_context_pipeline.stages.condenser import Condenser
-from langchain_context_pipeline.stages.hysteresis import StandingCuts, replay_cuts
+from langchain_context_pipeline.stages.hysteresis import StandingCuts, prune_at_cuts
 from langchain_context_pipeline.stages.model_call import Reply, SummaryRequest
-from langchain_context_pipeline.stages.pruner import Pruner, sum_stats
+from langchain_context_pipeline.stages.pruner import Pruner
 from langchain_context_pipeline.stages.settings import PipelineSettings
-from langchain_context_pipeline.stages.stats import CondenseStats, PruneStats
+from langchain_context_pipeline.stages.stats import CondenseStats
 from langchain_context_pipeline.stages.summary_memory import (
     Prefixes,
     StoreRead,
@@ -42,7 +40,6 @@ from langchain_context_pipeline.stages.summary_memory import (
     SummaryMemory,
 )
 from langchain_context_pipeline.stages.truncate import (
-    NotePricer,
     minimal_request,
     note_room,
     truncate,
@@ -150,63 +147,6 @@ class PassPlanner:
         """Tokens a truncation brings the request down to (``low_water`` of ``limit``)."""
         return max(1, int(self.settings.low_water * limit))
 
-    def _hysteresis_prune(
-        self,
-        messages: list[BaseMessage],
-        where: Split,
-        base: int,
-        limit: int,
-        tail: int,
-        meter: Meter,
-        standing: StandingCuts | None = None,
-    ) -> tuple[list[BaseMessage], PruneStats, Split, int | None, StandingCuts]:
-        """Prune ``messages`` where the hysteresis cuts stand; return the truncation cut too.
-
-        Returns the pruned list, what pruning changed, the split with its prune
-        boundary (the tail start) and the index the truncation drops units before
-        (None: no cut). The units are those from ``base`` on (after the head and a
-        carried summary); the replay prices each as it is and as the one pruning of
-        this pass leaves it (everything after the head), which is kept up to the
-        boundary the replay settles on. ``standing``: the cuts of the conversation's
-        previous request, which the replay starts from (it moves them only forward).
-        Also returns where the output's cuts stand, by message id.
-        """
-        pruned, each = self.pruner.prune_each(messages, replace(where, tail_start=len(messages)))
-        units = [u for u in where.units if u[0] >= base]
-        if not units:
-            nothing = replace(where, tail_start=len(messages))
-            return pruned, sum_stats(each), nothing, None, StandingCuts()
-        ends = [messages[u[1] - 1].id for u in units]
-        stays = [
-            any(i in where.systems or is_pipeline_summary(messages[i]) for i in range(*u))
-            for u in units
-        ]
-        cuts = replay_cuts(
-            [meter.span(messages, *u) for u in units],
-            [meter.span(pruned, *u) for u in units],
-            stays,
-            fixed=meter.span(messages, 0, base),
-            limit=limit,
-            low_water=self._low_water(limit),
-            tail_budget=tail,
-            # The note is priced without building it at every step (see ``NotePricer``).
-            note=NotePricer(pruned, units, stays, note_room(limit, 0, meter)[0], meter),
-            start=None if standing is None else standing.start(ends),
-        )
-        tail_start = units[cuts.prune][0] if cuts.prune < len(units) else len(messages)
-        first = units[cuts.drop][0] if cuts.drop else None
-        out = pruned[:tail_start] + messages[tail_start:]
-        stands = StandingCuts(
-            ends[cuts.prune - 1] if cuts.prune else None, ends[cuts.drop - 1] if cuts.drop else None
-        )
-        return (
-            out,
-            sum_stats(each[:tail_start]),
-            replace(where, tail_start=tail_start),
-            first,
-            stands,
-        )
-
     def plan(
         self,
         messages: list[BaseMessage],
@@ -286,8 +226,8 @@ class PassPlanner:
             # the request down to the low-water mark (see ``stages.hysteresis``): no cut
             # (``first`` None) when what fits once pruned needs none.
             base = substituted_end if report.summary_reused else where.head_end
-            work, report.prune, where, first, report.cuts = self._hysteresis_prune(
-                work, where, base, limit, tail, meter, standing
+            work, report.prune, where, first, report.cuts = prune_at_cuts(
+                self.pruner, work, where, base, limit, self._low_water(limit), tail, meter, standing
             )
         else:
             # With a summarizer, the tail starts at a checkpoint every

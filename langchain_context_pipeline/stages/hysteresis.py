@@ -29,9 +29,19 @@ in a long history; the note's price is read incrementally, see ``NotePricer``).
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import NamedTuple
 
-__all__ = ["Cuts", "StandingCuts", "replay_cuts", "settle"]
+from langchain_core.messages import BaseMessage
+
+from langchain_context_pipeline.messages.marks import is_pipeline_summary
+from langchain_context_pipeline.messages.units import Split
+from langchain_context_pipeline.stages.pruner import Pruner, sum_stats
+from langchain_context_pipeline.stages.stats import PruneStats
+from langchain_context_pipeline.stages.truncate import NotePricer, note_room
+from langchain_context_pipeline.tokens.meter import Meter
+
+__all__ = ["Compaction", "Cuts", "StandingCuts", "prune_at_cuts", "replay_cuts", "settle"]
 
 
 @dataclass(frozen=True)
@@ -173,3 +183,72 @@ def replay_cuts(
 
 settle = replay_cuts
 """The former name of :func:`replay_cuts`."""
+
+
+class Compaction(NamedTuple):
+    """A list pruned where the hysteresis cuts stand (see :func:`prune_at_cuts`)."""
+
+    messages: list[BaseMessage]
+    """The list, pruned up to the prune boundary."""
+    prune: PruneStats
+    """What pruning changed."""
+    where: Split
+    """The split, its tail starting at the prune boundary."""
+    first: int | None
+    """The index truncation drops units before (``None``: no cut)."""
+    cuts: StandingCuts
+    """Where the cuts stand, by message id, for the next call."""
+
+
+def prune_at_cuts(
+    pruner: Pruner,
+    messages: list[BaseMessage],
+    where: Split,
+    base: int,
+    limit: int,
+    low_water: int,
+    tail: int,
+    meter: Meter,
+    standing: StandingCuts | None = None,
+) -> Compaction:
+    """Prune ``messages`` where the hysteresis cuts stand, and say where truncation cuts.
+
+    The units are those from ``base`` on (after the head and a carried summary); the
+    replay prices each as it is and as the one pruning of this pass leaves it
+    (everything after the head), which is kept up to the boundary the replay settles
+    on. ``standing``: the cuts of the conversation's previous request, which the replay
+    starts from (it moves them only forward).
+    """
+    pruned, each = pruner.prune_each(messages, replace(where, tail_start=len(messages)))
+    units = [u for u in where.units if u[0] >= base]
+    if not units:
+        nothing = replace(where, tail_start=len(messages))
+        return Compaction(pruned, sum_stats(each), nothing, None, StandingCuts())
+    ends = [messages[u[1] - 1].id for u in units]
+    stays = [
+        any(i in where.systems or is_pipeline_summary(messages[i]) for i in range(*u))
+        for u in units
+    ]
+    cuts = replay_cuts(
+        [meter.span(messages, *u) for u in units],
+        [meter.span(pruned, *u) for u in units],
+        stays,
+        fixed=meter.span(messages, 0, base),
+        limit=limit,
+        low_water=low_water,
+        tail_budget=tail,
+        # The note is priced without building it at every step (see ``NotePricer``).
+        note=NotePricer(pruned, units, stays, note_room(limit, 0, meter)[0], meter),
+        start=None if standing is None else standing.start(ends),
+    )
+    tail_start = units[cuts.prune][0] if cuts.prune < len(units) else len(messages)
+    return Compaction(
+        pruned[:tail_start] + messages[tail_start:],
+        sum_stats(each[:tail_start]),
+        replace(where, tail_start=tail_start),
+        units[cuts.drop][0] if cuts.drop else None,
+        StandingCuts(
+            ends[cuts.prune - 1] if cuts.prune else None,
+            ends[cuts.drop - 1] if cuts.drop else None,
+        ),
+    )
