@@ -4,10 +4,11 @@ A provider caches a request's prefix, message by message. A cut that moves a
 little at every turn re-sends everything after it uncached; a cut that moves only
 when the request would overflow, and then far enough to bring it down to the
 low-water mark, leaves the next turns appending to an unchanged prefix. Pruning
-costs nothing and loses no turn, so a compaction prunes everything older than the
-tail; truncation is the last resort: only when pruning leaves the request over the
-limit does it drop the oldest turns, then down to the low-water mark, and never a
-span that costs no more than the note replacing it.
+costs nothing and loses no turn, so a compaction prunes first: the oldest units older
+than the tail, down to the low-water mark (what then fits stays verbatim); truncation
+is the last resort: only when pruning everything older than the tail leaves the
+request over the limit does it drop the oldest turns, then down to the low-water
+mark, and never a span that costs no more than the note replacing it.
 
 The pipeline settles its cuts this way when it has no summarizer; with one, a
 summary is written only when pruning cannot bring a request under the limit (a
@@ -24,6 +25,11 @@ overflow. The prune cut only moves forward; the truncation cut too, except that 
 goes back to nothing when pruning alone brings a compaction under the limit, which
 can happen only while the pruned history fits the limit (so the replay stays linear
 in a long history; the note's price is read incrementally, see ``NotePricer``).
+
+A limit that changes between calls (the hook and the middleware budget each call by
+what the provider reported) would replay the same history to other cuts, moving the
+cached prefix; so they carry the last request's cuts (:class:`StandingCuts`, in the
+thread's state) and the replay starts from them (``start``), moving them only forward.
 """
 
 from __future__ import annotations
