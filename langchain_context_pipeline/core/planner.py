@@ -221,10 +221,12 @@ class PassPlanner:
         before_prune = work
         if self.condenser is None:
             # Hysteresis: the prune boundary and the truncation cut move only when the
-            # request would overflow with them as they stand; then everything older
-            # than the tail is pruned and, only if that is not enough, truncation brings
-            # the request down to the low-water mark (see ``stages.hysteresis``): no cut
-            # (``first`` None) when what fits once pruned needs none.
+            # request would overflow with them as they stand (starting from the cuts
+            # of the conversation's last request, when given); then the oldest units
+            # are pruned down to the low-water mark and, only if pruning all older than
+            # the tail is not enough, truncation brings the request down to the mark
+            # (see ``stages.hysteresis``): no cut (``first`` None) when what fits once
+            # pruned needs none.
             base = substituted_end if report.summary_reused else where.head_end
             work, report.prune, where, first, report.cuts = prune_at_cuts(
                 self.pruner, work, where, base, limit, self._low_water(limit), tail, meter, standing
