@@ -88,6 +88,8 @@ class _MiddlewareUsage(Strategy):
     summarizer = True
     reports_in = "cl100k_base"
     """The tokenizer the stub provider reports usage in (and the run is held to)."""
+    low_water: float | None = None
+    """The middleware's ``low_water`` (``None``: its default)."""
 
     def __init__(self, window: int, fake: FakeSummarizer) -> None:
         super().__init__(window, fake)
@@ -96,6 +98,7 @@ class _MiddlewareUsage(Strategy):
             tail_budget=self.tail,
             model=fake if self.summarizer else None,
             recall_tool=False,
+            **({} if self.low_water is None else {"low_water": self.low_water}),
         )
         self.state: dict[str, Any] = {}
         self.captured: list[BaseMessage] = []
@@ -171,21 +174,9 @@ def low_water_strategies(values: Sequence[float] = LOW_WATER_GRID) -> list[type[
 
     out: list[type[Strategy]] = []
     for value in values:
-
-        def init(self: Any, window: int, fake: FakeSummarizer, value: float = value) -> None:
-            _MiddlewareUsage.__init__(self, window, fake)
-            self.middleware = ContextPipelineMiddleware(
-                threshold=window,
-                tail_budget=self.tail,
-                model=None,
-                recall_tool=False,
-                low_water=value,
-            )
-
         attributes = {
             "key": f"{OursDefaultUsage.key}@{value:g}",
             "label": f"{OursDefaultUsage.label}, low_water={value:g}",
-            "__init__": init,
             "low_water": value,
             "base_key": OursDefaultUsage.key,
         }
