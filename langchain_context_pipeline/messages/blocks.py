@@ -155,18 +155,29 @@ def pair_results(messages: Sequence[BaseMessage]) -> dict[int, list[int]]:
 
 
 def paired_call(
-    messages: Sequence[BaseMessage], index: int, pairs: Mapping[int, list[int]] | None = None
+    messages: Sequence[BaseMessage],
+    index: int,
+    pairs: Mapping[int, list[int]] | None = None,
+    indexes: dict[int, dict[str, tuple[str, Any]]] | None = None,
 ) -> dict[str, tuple[str, Any]]:
     """Return ``{call id: (name, args)}`` of the calls the message at ``index`` answers.
 
     The calls are those :func:`pair_results` pairs it with (pass ``pairs`` when
     already computed); an id whose call is absent is not in the result.
+    ``indexes``: :func:`call_index` of the call messages by position, filled as they
+    are read (pass one dict for every message of a list, so that a call message
+    answered by several results is read once).
     """
     pairs = pair_results(messages) if pairs is None else pairs
     wanted = set(result_ids(messages[index]))
     found: dict[str, tuple[str, Any]] = {}
     for start in pairs.get(index, ()):
-        for cid, call in call_index(messages[start]).items():
+        calls = None if indexes is None else indexes.get(start)
+        if calls is None:
+            calls = call_index(messages[start])
+            if indexes is not None:
+                indexes[start] = calls
+        for cid, call in calls.items():
             if cid in wanted:
                 found.setdefault(cid, call)
     return found

@@ -38,7 +38,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import NamedTuple
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import BaseMessage, HumanMessage
 
 from langchain_context_pipeline.messages.marks import is_pipeline_summary
 from langchain_context_pipeline.messages.units import Split
@@ -231,13 +231,19 @@ def prune_at_cuts(
         nothing = replace(where, tail_start=len(messages))
         return Compaction(pruned, sum_stats(each), nothing, None, StandingCuts())
     ends = [messages[u[1] - 1].id for u in units]
+    # Only a system message or an earlier summary (always a HumanMessage) stays.
+    systems = where.systems
     stays = [
-        any(i in where.systems or is_pipeline_summary(messages[i]) for i in range(*u))
+        any(
+            i in systems
+            or (isinstance(messages[i], HumanMessage) and is_pipeline_summary(messages[i]))
+            for i in range(*u)
+        )
         for u in units
     ]
     cuts = replay_cuts(
-        [meter.span(messages, *u) for u in units],
-        [meter.span(pruned, *u) for u in units],
+        meter.spans(messages, units),
+        meter.spans(pruned, units),
         stays,
         fixed=meter.span(messages, 0, base),
         limit=limit,

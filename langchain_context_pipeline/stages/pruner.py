@@ -198,6 +198,7 @@ class Pruner(MessagesRunnable):
         pairs = where.pairs_for(messages)
         out: list[BaseMessage] = []
         each: list[PruneStats | None] = []
+        indexes: dict[int, dict[str, tuple[str, Any]]] = {}
         for index, message in enumerate(messages):
             own: PruneStats | None = None
             if start <= index < stop and index not in where.systems and self._may_change(message):
@@ -205,7 +206,7 @@ class Pruner(MessagesRunnable):
                 calls: dict[str, tuple[str, Any]] = {}
                 if not isinstance(message, AIMessage):
                     pairs = pair_results(messages) if pairs is None else pairs
-                    calls = paired_call(messages, index, pairs)
+                    calls = paired_call(messages, index, pairs, indexes)
                 own = PruneStats()
                 message = self._prune_remembered(message, calls, own)
             out.append(message)

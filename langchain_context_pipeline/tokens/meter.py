@@ -53,4 +53,11 @@ class Meter:
 
     def span(self, messages: Sequence[BaseMessage], start: int, end: int) -> int:
         """Return the summed per-message tokens of ``messages[start:end]``."""
-        return sum(self.one(messages[i]) for i in range(start, end))
+        return sum(map(self.one, messages[start:end]))
+
+    def spans(
+        self, messages: Sequence[BaseMessage], ranges: Sequence[tuple[int, int]]
+    ) -> list[int]:
+        """Return :meth:`span` of each ``(start, end)`` range, each message read once."""
+        one = self.one
+        return [sum(map(one, messages[start:end])) for start, end in ranges]
