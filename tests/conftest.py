@@ -20,6 +20,13 @@ settings.register_profile(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
+# For hunting: random examples, many of them (HYPOTHESIS_PROFILE=thorough).
+settings.register_profile(
+    "thorough",
+    max_examples=2000,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
 settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "dev"))
 
 DATA = Path(__file__).parent / "data"

@@ -241,9 +241,15 @@ def prune_at_cuts(
         )
         for u in units
     ]
+    # Pruning copies the messages it changes: only those are counted again.
+    counts = meter.counts(messages)
+    pruned_counts = [
+        c if new is old else meter.one(new)
+        for new, old, c in zip(pruned, messages, counts, strict=True)
+    ]
     cuts = replay_cuts(
-        meter.spans(messages, units),
-        meter.spans(pruned, units),
+        meter.spans(messages, units, counts),
+        meter.spans(pruned, units, pruned_counts),
         stays,
         fixed=meter.span(messages, 0, base),
         limit=limit,

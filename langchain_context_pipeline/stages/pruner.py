@@ -186,7 +186,9 @@ class Pruner(MessagesRunnable):
         on where the tail starts: the pruning of ``messages`` with the tail at
         ``t <= where.tail_start`` is ``out[:t] + messages[t:]``, its stats
         ``sum_stats(each[:t])`` (the pipeline prices every prune boundary from one
-        pass). ``each[i]`` is None for a message pruning could not change.
+        pass). ``each[i]`` is None for a message pruning could not change; the stats
+        of a message pruned at an earlier call are the ones remembered then (read
+        them, do not change them).
         """
         with one_pass():
             return self._prune_each(messages, where)
@@ -196,21 +198,20 @@ class Pruner(MessagesRunnable):
     ) -> tuple[list[BaseMessage], list[PruneStats | None]]:
         start, stop = where.head_end, where.tail_start
         pairs = where.pairs_for(messages)
-        out: list[BaseMessage] = []
-        each: list[PruneStats | None] = []
         indexes: dict[int, dict[str, tuple[str, Any]]] = {}
-        for index, message in enumerate(messages):
-            own: PruneStats | None = None
-            if start <= index < stop and index not in where.systems and self._may_change(message):
-                # Each result is briefed from the call pair_results pairs it with.
-                calls: dict[str, tuple[str, Any]] = {}
-                if not isinstance(message, AIMessage):
-                    pairs = pair_results(messages) if pairs is None else pairs
-                    calls = paired_call(messages, index, pairs, indexes)
-                own = PruneStats()
-                message = self._prune_remembered(message, calls, own)
-            out.append(message)
-            each.append(own)
+        systems = where.systems
+        out = list(messages)
+        each: list[PruneStats | None] = [None] * len(messages)
+        for index in range(start, max(start, min(stop, len(messages)))):
+            message = messages[index]
+            if index in systems or not self._may_change(message):
+                continue
+            # Each result is briefed from the call pair_results pairs it with.
+            calls: dict[str, tuple[str, Any]] = {}
+            if not isinstance(message, AIMessage):
+                pairs = pair_results(messages) if pairs is None else pairs
+                calls = paired_call(messages, index, pairs, indexes)
+            out[index], each[index] = self._prune_remembered(message, calls)
         return out, each
 
     def _may_change(self, message: BaseMessage) -> bool:
@@ -223,14 +224,17 @@ class Pruner(MessagesRunnable):
         cost more than this check).
         """
         if isinstance(message, ToolMessage):
+            content = message.content
+            if isinstance(content, str):  # message_text, with no image to count
+                return len(content) > self.settings.tool_output_limit
             images = count_images(message)
             size = len(message_text(message)) + images * IMAGE_TOKENS * 4
             return size > self.settings.tool_output_limit
         return isinstance(message, AIMessage) or not isinstance(message.content, str)
 
     def _prune_remembered(
-        self, message: BaseMessage, calls: Mapping[str, tuple[str, Any]], stats: PruneStats
-    ) -> BaseMessage:
+        self, message: BaseMessage, calls: Mapping[str, tuple[str, Any]]
+    ) -> tuple[BaseMessage, PruneStats]:
         """Prune one message, reusing the result of an earlier call on the same message.
 
         An agent sends the same old messages at every turn; pruning them again would
@@ -247,11 +251,9 @@ class Pruner(MessagesRunnable):
             call = [calls.get(cid) for cid in result_ids(message)]
         hit = self._memo.get(id(message))
         if hit is not None and hit.matches(message, call):
-            stats.add(hit.stats)
-            return message if hit.result is None else hit.result
+            return (message if hit.result is None else hit.result), hit.stats
         own = PruneStats()
         result = self._prune_one(message, calls, own)
-        stats.add(own)
         if len(self._memo) >= _MEMO_SIZE:
             self._memo.clear()
         key = id(message)
@@ -271,7 +273,7 @@ class Pruner(MessagesRunnable):
             None if kept is None else message_state(kept),
             own,
         )
-        return result
+        return result, own
 
     def _prune_one(
         self, message: BaseMessage, calls: Mapping[str, tuple[str, Any]], stats: PruneStats

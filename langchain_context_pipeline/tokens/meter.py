@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from itertools import accumulate
 
 from langchain_core.messages import BaseMessage
 
@@ -21,6 +22,7 @@ class Meter:
         self.counter = counter
         self._default = counter is estimate_tokens
         self._cache: dict[int, tuple[BaseMessage, int]] = {}
+        self._seeded: tuple[Sequence[BaseMessage], list[int]] | None = None
 
     def one(self, message: BaseMessage) -> int:
         """Return the tokens of one message (cached for this call)."""
@@ -45,6 +47,13 @@ class Meter:
         """Remember per-message counts already computed for ``messages``."""
         for message, tokens in zip(messages, counts, strict=True):
             self._cache[id(message)] = (message, tokens)
+        self._seeded = (messages, list(counts))
+
+    def counts(self, messages: Sequence[BaseMessage]) -> list[int]:
+        """Return the per-message counts of ``messages`` (those seeded, for the seeded list)."""
+        if self._seeded is not None and self._seeded[0] is messages:
+            return self._seeded[1]
+        return list(map(self.one, messages))
 
     @property
     def additive(self) -> bool:
@@ -56,8 +65,14 @@ class Meter:
         return sum(map(self.one, messages[start:end]))
 
     def spans(
-        self, messages: Sequence[BaseMessage], ranges: Sequence[tuple[int, int]]
+        self,
+        messages: Sequence[BaseMessage],
+        ranges: Sequence[tuple[int, int]],
+        counts: Sequence[int] | None = None,
     ) -> list[int]:
-        """Return :meth:`span` of each ``(start, end)`` range, each message read once."""
-        one = self.one
-        return [sum(map(one, messages[start:end])) for start, end in ranges]
+        """Return :meth:`span` of each ``(start, end)`` range, each message read once.
+
+        ``counts``: the per-message counts of ``messages``, when at hand.
+        """
+        sums = [0, *accumulate(self.counts(messages) if counts is None else counts)]
+        return [sums[end] - sums[start] for start, end in ranges]
