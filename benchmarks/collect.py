@@ -49,7 +49,8 @@ from benchmarks.window import (
 from langchain_context_pipeline.tokens.counters import MESSAGE_OVERHEAD_TOKENS
 
 STRATEGIES = (*PLAIN_STRATEGIES, *USAGE_STRATEGIES)
-"""Every strategy of the full run: the plain replays and the usage-reporting ones."""
+"""Every strategy of the full run: the plain replays, the usage-reporting ones and the
+exact-counter run."""
 
 WINDOWS = (32_000, 16_000)
 QUICK_WINDOWS = (16_000,)

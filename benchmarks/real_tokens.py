@@ -22,6 +22,7 @@ across strategies, transcripts and windows.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -33,8 +34,10 @@ from langchain_core.messages.utils import count_tokens_approximately
 from benchmarks.texts import Fingerprint
 from langchain_context_pipeline.tokens.counters import (
     MESSAGE_OVERHEAD_TOKENS,
+    TokenCounter,
     countable_parts,
     estimate_message_tokens,
+    tiktoken_counter,
 )
 
 REPLY_PRIMING = 3
@@ -46,11 +49,18 @@ TOKENIZERS = ("cl100k_base", "o200k_base", "llama3", "qwen3")
 QUICK_TOKENIZERS = ("cl100k_base",)
 """The quick run counts with cl100k_base alone."""
 
+
+@functools.cache
+def _tiktoken_cl100k() -> TokenCounter:
+    return tiktoken_counter("cl100k_base")
+
+
 OWN_COUNTERS: dict[str, Callable[[BaseMessage], int]] = {
     "estimate_tokens": estimate_message_tokens,
     "count_tokens_approximately": lambda message: count_tokens_approximately([message]),
+    "cl100k_base": lambda message: _tiktoken_cl100k()([message]),
 }
-"""Per-message form of each strategy's own counter (both are sums over messages)."""
+"""Per-message form of each strategy's own counter (each is a sum over messages)."""
 
 
 def load_tokenizers(names: Sequence[str]) -> dict[str, Callable[[str], int]]:

@@ -62,8 +62,8 @@ def invariant_failures(out: dict[str, Any]) -> list[str]:
     """Return what our budgeted strategies got wrong: overflows, broken pairs, errors.
 
     Overflows by real tokenizers count too, for every budgeted strategy of ours, on
-    the transcripts and on the token corpus's conversations; a usage-reporting run
-    by the tokenizer its provider reports in.
+    the transcripts and on the token corpus's conversations; a usage-reporting or
+    exact-counter run by its provider's tokenizer.
     """
     failures = []
     for window, data in out["windows"].items():
@@ -79,7 +79,7 @@ def invariant_failures(out: dict[str, Any]) -> list[str]:
         for window, data in windows.items():
             for key in ours:
                 real = data["totals"][key].get("real_tokens") or {}
-                held_to = config[key].get("reports_in")  # a usage run: its provider's tokens
+                held_to = config[key].get("reports_in")  # usage or exact count: its provider's
                 for name, n in real.get("overflows", {}).items():
                     if n and held_to in (None, name):
                         failures.append(f"{key} at {where}{window}: {name} overflows = {n}")

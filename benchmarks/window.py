@@ -26,8 +26,9 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from benchmarks.fake import FakeSummarizer
 from benchmarks.real_tokens import REPLY_PRIMING, load_tokenizers
-from benchmarks.strategies import Strategy, _split_system, model_request
+from benchmarks.strategies import OursDefault, Strategy, _split_system, model_request
 from benchmarks.texts import fingerprint, strings
+from langchain_context_pipeline import ContextPipeline, exact_token_counter
 from langchain_context_pipeline.middleware import ContextPipelineMiddleware
 from langchain_context_pipeline.tokens.counters import MESSAGE_OVERHEAD_TOKENS, countable_parts
 
@@ -154,12 +155,44 @@ class OursDefaultUsageQwen3(OursDefaultUsage):
     reports_in = "qwen3"
 
 
+class OursDefaultExact(OursDefault):
+    """The default pipeline counting with the agent model's own tokenizer (cl100k_base).
+
+    What ``token_counter="exact"`` gives the hook or the middleware of a ``gpt-4``
+    agent (``exact_token_counter("gpt-4")``: tiktoken's cl100k_base, 4 tokens of
+    framing a message and 3 of reply priming a request): no usage reported, an
+    exact count instead of the conservative estimate. Held to cl100k_base.
+    """
+
+    key = "ours_default_exact"
+    label = "ours: default, exact counter (cl100k)"
+    own_counter = "cl100k_base"
+    reports_in = "cl100k_base"
+    """The tokenizer the run counts with, and is held to."""
+
+    def _build(self) -> ContextPipeline:
+        return ContextPipeline(
+            threshold=self.window,
+            tail_budget=self.tail,
+            token_counter=exact_token_counter("gpt-4"),
+        )
+
+    def describe(self) -> str:
+        return (
+            f"`ContextPipeline(threshold={self.window}, tail_budget={self.tail}, "
+            'token_counter=exact_token_counter("gpt-4"))`.compress(history, '
+            "carried_summary=carried) (model=None; tiktoken's cl100k_base)"
+        )
+
+
 USAGE_STRATEGIES: tuple[type[Strategy], ...] = (
     OursCondenseUsage,
     OursDefaultUsage,
     OursDefaultUsageQwen3,
+    OursDefaultExact,
 )
-"""The usage-reporting runs of the middleware."""
+"""The runs held to one provider's tokenizer: the usage-reporting runs of the
+middleware, and the default pipeline with an exact cl100k counter."""
 
 
 LOW_WATER_GRID = (0.4, 0.5, 0.6, 0.7, 0.85, 1.0)
@@ -213,6 +246,9 @@ HELD = {
     "ours_condense": "ours_condense_usage",
 }
 """Each plain configuration held to the fill targets, and its usage-reporting run."""
+EXACT = ("ours_default_exact",)
+"""Runs without usage that count with the provider's tokenizer: held to the fill target
+without usage, to next-step retention, and to no overflow by that tokenizer."""
 
 
 def _pct(x: float | None) -> str:
@@ -228,8 +264,9 @@ def window_targets(out: dict[str, Any]) -> list[dict[str, Any]]:
     for window, data in out["windows"].items():
         label = f"{int(window) // 1000}k"
         totals = data["totals"]
-        for plain, usage in HELD.items():
-            for key, need in ((plain, FILL_WITHOUT_USAGE), (usage, FILL_WITH_USAGE)):
+        for plain, usage in (*HELD.items(), *((key, key) for key in EXACT)):
+            pairs = ((plain, FILL_WITHOUT_USAGE), (usage, FILL_WITH_USAGE))
+            for key, need in pairs[: 1 if plain == usage else 2]:
                 if key not in totals:
                     continue
                 fill = totals[key]["fill"]["mean"]
@@ -250,7 +287,8 @@ def window_targets(out: dict[str, Any]) -> list[dict[str, Any]]:
                 if over is not None:
                     rows.append(
                         _row(
-                            "0 overflows with usage reported (by the reported tokenizer)",
+                            "0 overflows by the provider's tokenizer (usage reported, "
+                            "or its exact count)",
                             label,
                             config[usage]["label"],
                             str(over),
@@ -291,7 +329,10 @@ def window_markdown(out: dict[str, Any]) -> list[str]:
         "model reports each request's true count (cl100k, or Qwen 3 where named) as "
         "`input_tokens`; each is held to the tokenizer it reports in (its other "
         "real-overflow columns show what a request that fills a cl100k provider's window "
-        "costs by another tokenizer, which no provider of that tokenizer would be sent).",
+        "costs by another tokenizer, which no provider of that tokenizer would be sent). "
+        "The `exact counter` run is the default pipeline counting with cl100k_base itself "
+        '(`exact_token_counter("gpt-4")`, what `token_counter="exact"` gives a gpt-4 '
+        "agent), no usage reported; it is held to cl100k_base the same way.",
         "",
     ]
     for window, data in out["windows"].items():

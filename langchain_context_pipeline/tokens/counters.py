@@ -307,7 +307,8 @@ def resolve_token_counter(
     Args:
         counter: ``None`` or ``"estimate"`` for :func:`estimate_tokens`;
             ``"approximate"`` for langchain_core's ``count_tokens_approximately``;
-            ``"tiktoken"`` for :func:`tiktoken_counter`; ``"model"`` for the agent
+            ``"tiktoken"`` for :func:`tiktoken_counter` (cl100k_base) with the 3 tokens
+            of reply priming a provider adds to a request; ``"model"`` for the agent
             model's own count (:func:`model_token_counter`, set per call by the hook
             or the middleware); ``"exact"`` for the agent model's tokenizer when one
             is available offline, else the default estimate with a warning (see
@@ -321,11 +322,11 @@ def resolve_token_counter(
     if counter is None or counter == "estimate":
         return estimate_tokens
     if isinstance(counter, str):
-        from langchain_context_pipeline.tokens.exact import exact_model_counter
+        from langchain_context_pipeline.tokens.exact import exact_model_counter, primed
 
         named: dict[str, Callable[[], TokenCounter]] = {
             "approximate": _approximate_counter,
-            "tiktoken": tiktoken_counter,
+            "tiktoken": lambda: primed(tiktoken_counter()),
             "model": model_token_counter,
             "exact": exact_model_counter,
         }

@@ -35,7 +35,7 @@ from langchain_context_pipeline.tokens.counters import (
 )
 from langchain_context_pipeline.tokens.encodings import OFFLINE_HINT, encoding_for_model_name
 
-__all__ = ["exact_model_counter", "exact_token_counter"]
+__all__ = ["exact_model_counter", "exact_token_counter", "primed"]
 
 logger = logging.getLogger("langchain_context_pipeline")
 
@@ -79,7 +79,7 @@ REPLY_PRIMING_TOKENS = 3
 """Tokens OpenAI's chat format adds to every request to prime the reply."""
 
 
-def _primed(counter: TokenCounter) -> TokenCounter:
+def primed(counter: TokenCounter) -> TokenCounter:
     """Add the reply's priming to a count of messages in OpenAI's chat format.
 
     Asked about one message, the counter charges the priming too: a sum of
@@ -117,7 +117,7 @@ def exact_token_counter(model: Any, *, fallback: bool = False) -> TokenCounter:
     encoding = None if name is None else encoding_for_model_name(name)
     if encoding is not None:
         try:
-            return _primed(tiktoken_counter(encoding))
+            return primed(tiktoken_counter(encoding))
         except (ImportError, RuntimeError) as exc:
             reason = str(exc)
             if not fallback and isinstance(exc, RuntimeError):

@@ -9,6 +9,7 @@ from langchain_core.messages import AIMessage, HumanMessage, ToolMessage
 from langchain_core.messages.utils import count_tokens_approximately
 
 from langchain_context_pipeline import (
+    ContextPipeline,
     estimate_tokens,
     resolve_token_counter,
     tiktoken_counter,
@@ -77,6 +78,23 @@ def test_resolve_named_counters() -> None:
     assert resolve_token_counter("estimate") is estimate_tokens
     assert resolve_token_counter("approximate")(messages) == count_tokens_approximately(messages)
     assert resolve_token_counter("tiktoken")(messages) > 0
+
+
+def test_the_tiktoken_name_counts_the_reply_priming() -> None:
+    # A request the provider counts at tiktoken's count plus 3 tokens of reply
+    # priming: counted without them, a request at the threshold was 3 tokens over.
+    messages = [HumanMessage("hello world " * 20), ToolMessage("out " * 50, tool_call_id="c")]
+    plain = tiktoken_counter()
+    assert resolve_token_counter("tiktoken")(messages) == plain(messages) + 3
+    assert resolve_token_counter("tiktoken")([]) == 0
+    threshold = plain(messages) + 1  # fits without the priming, not with it
+    report = (
+        ContextPipeline(threshold=threshold, token_counter="tiktoken")
+        .compress(messages, over_budget="minimal")
+        .report
+    )
+    assert report.tokens_before == threshold + 2
+    assert report.stages != []
 
 
 class WordCountingModel(GenericFakeChatModel):
