@@ -275,22 +275,31 @@ def tiktoken_counter(encoding: str = "cl100k_base") -> TokenCounter:
     return text_counter(text_tokenizer(encoding))
 
 
+_TEXT_COUNTER_MEMO_BYTES = 16 * 1024 * 1024
+"""Memory each :func:`text_counter`'s memo of counted texts may hold."""
+
+
 def text_counter(count_text: Callable[[str], int]) -> TokenCounter:
     """Build a message counter from a text tokenizer, over :func:`countable_parts`.
 
+    Each distinct text is tokenized once while it is asked for again (a memo of
+    at most 16 MiB per counter): an agent sends the same history at every turn.
+
     Args:
-        count_text: returns the tokens of one string (any tokenizer).
+        count_text: returns the tokens of one string (any tokenizer; the same
+            string must always give the same count).
 
     Returns:
         A counter charging each message its texts' tokens, its media's fixed cost
         and :data:`MESSAGE_OVERHEAD_TOKENS`.
     """
+    counted: Memo[str] = Memo(count_text, _TEXT_COUNTER_MEMO_BYTES)
 
     def count(messages: Sequence[BaseMessage], /) -> int:
         total = 0
         for message in messages:
             texts, fixed = countable_parts(message)
-            total += sum(count_text(t) for t in texts) + fixed + MESSAGE_OVERHEAD_TOKENS
+            total += sum(counted[t] for t in texts) + fixed + MESSAGE_OVERHEAD_TOKENS
         return total
 
     return count

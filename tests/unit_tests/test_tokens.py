@@ -21,6 +21,7 @@ from langchain_context_pipeline.tokens.counters import (
     countable_parts,
     counting_model,
     reset_counting_model,
+    text_counter,
 )
 from langchain_context_pipeline.tokens.estimate import Memo, text_tokens
 
@@ -280,3 +281,17 @@ def test_a_tool_call_edited_in_place_is_counted_again() -> None:
     assert estimate_tokens([message]) == _counted_from_parts(message) > after
     message.tool_calls[0]["args"]["cmd"] = ["ls", "-la"]
     assert estimate_tokens([message]) == _counted_from_parts(message)
+
+
+def test_a_text_counter_tokenizes_each_distinct_text_once() -> None:
+    seen: list[str] = []
+
+    def count_text(text: str) -> int:
+        seen.append(text)
+        return len(text)
+
+    count = text_counter(count_text)
+    history = [HumanMessage("abc"), AIMessage("abc"), HumanMessage("defg")]
+    assert count(history) == 3 + 3 + 4 + 3 * 4
+    assert count(history) == count([*history, HumanMessage("abc")]) - 3 - 4
+    assert sorted(seen) == ["abc", "defg"]
