@@ -5,9 +5,10 @@
    ``ContextPipeline(threshold=32000).compress(...)``, as ``benchmarks.ours``
    drives the pipeline, and prints, per turn, the message anatomies built
    (:func:`langchain_context_pipeline.messages.anatomy.build_count`) against the
-   messages that are new to that turn. A message the pipeline has read before
-   costs no build; what the pass itself writes (pruned copies, notes, summaries)
-   is new and is read once too.
+   messages that are new to that turn, split by whose message each is: new to the
+   turn, read at an earlier turn and unchanged since (each such build is a second
+   reading: 0 is the target), or written by the pass itself (pruned copies, notes,
+   summaries: new objects, each read once).
 2. Prints the prune path's cost (``Pruner.prune`` over the whole list, then the
    estimate of its output) and the full ``compress`` as a ratio to
    ``langchain_core.messages.utils.count_tokens_approximately`` over the same
@@ -23,9 +24,11 @@ from __future__ import annotations
 import argparse
 import contextlib
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from unittest import mock
 
 from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.messages.utils import count_tokens_approximately
@@ -67,19 +70,65 @@ def request_ends(messages: list[BaseMessage]) -> list[int]:
     return [*ends, len(messages)]
 
 
-def replay_builds(messages: list[BaseMessage], threshold: int) -> list[tuple[int, int, int]]:
-    """Return ``(history length, new messages, anatomies built)`` for each turn."""
+@dataclass(frozen=True)
+class TurnBuilds:
+    """The anatomies one turn built, by whose message they are."""
+
+    end: int
+    """The history's length."""
+    new: int
+    """Messages new to this turn."""
+    built: int
+    """Anatomies built in all."""
+    of_new: int
+    """... of messages new to this turn (each at most once is right)."""
+    of_unchanged: int
+    """... of messages an earlier turn had read, unchanged since (0 is right)."""
+    of_written: int
+    """... of messages the pass wrote (pruned copies, notes, summaries)."""
+
+
+@contextlib.contextmanager
+def _recording_builds() -> Iterator[list[BaseMessage]]:
+    """Record each message whose anatomy is built (the anatomy memo missed) meanwhile."""
+    from langchain_context_pipeline.messages import anatomy
+
+    built: list[BaseMessage] = []
+    build = anatomy._build
+
+    def recorded(message: BaseMessage) -> Any:
+        built.append(message)
+        return build(message)
+
+    with mock.patch.object(anatomy, "_build", recorded):
+        yield built
+
+
+def replay_builds(messages: list[BaseMessage], threshold: int) -> list[TurnBuilds]:
+    """Return the anatomies built at each turn, by whose message they are."""
     assert build_count is not None
     pipeline = ContextPipeline(threshold=threshold)
     carried = None
-    rows: list[tuple[int, int, int]] = []
+    rows: list[TurnBuilds] = []
     start = 0
     for end in request_ends(messages):
         history = messages[:end]
         before = build_count()
-        result = pipeline.compress(history, carried_summary=carried)
+        with _recording_builds() as built:
+            result = pipeline.compress(history, carried_summary=carried)
         carried = result.carried_summary
-        rows.append((end, end - start, build_count() - before))
+        old = {id(m) for m in history[:start]}
+        new = {id(m) for m in history[start:]}
+        rows.append(
+            TurnBuilds(
+                end,
+                end - start,
+                build_count() - before,
+                sum(1 for m in built if id(m) in new),
+                sum(1 for m in built if id(m) in old),
+                sum(1 for m in built if id(m) not in old and id(m) not in new),
+            )
+        )
         start = end
     return rows
 
@@ -145,13 +194,24 @@ def main(argv: list[str] | None = None) -> int:
         print("anatomy builds: n/a (no messages.anatomy in this checkout)")
     else:
         rows = replay_builds(messages, args.threshold)
-        new = sum(r[1] for r in rows)
-        built = sum(r[2] for r in rows)
-        extra = [r for r in rows if r[2] != r[1]]
-        print(f"anatomy builds: {built:,} over {len(rows)} turns, {new:,} new messages")
-        print(f"  turns where builds != new messages: {len(extra)}")
-        for end, fresh, count in rows if args.turns else extra[:10]:
-            print(f"  turn at {end:4} messages: {fresh:3} new, {count:4} built")
+        new = sum(r.new for r in rows)
+        print(f"anatomy builds: {sum(r.built for r in rows):,} over {len(rows)} turns")
+        print(f"  of the {new:,} messages new to their turn: {sum(r.of_new for r in rows):,}")
+        print(
+            "  of messages an earlier turn read, unchanged since: "
+            f"{sum(r.of_unchanged for r in rows):,} (0 is one reading a message)"
+        )
+        print(
+            "  of messages the passes wrote (pruned copies, notes, summaries): "
+            f"{sum(r.of_written for r in rows):,}"
+        )
+        extra = [r for r in rows if r.of_new > r.new or r.of_unchanged]
+        print(f"  turns that read a message more than once: {len(extra)}")
+        for r in rows if args.turns else extra[:10]:
+            print(
+                f"  turn at {r.end:4} messages: {r.new:3} new, {r.built:4} built "
+                f"({r.of_new} new, {r.of_unchanged} unchanged, {r.of_written} written)"
+            )
     print(f"cost / count_tokens_approximately (best of {args.repeat}):")
     for share in (4, 2, 1):
         history = messages[: len(messages) // share]
