@@ -46,17 +46,28 @@ def test_requests_share_their_prefix_between_compactions_far_apart(
     biggest_step = max(estimate_tokens([AIMessage("t" * a), AIMessage("o" * b)]) for a, b in sizes)
     previous: list[BaseMessage] | None = None
     grown_at_last: int | None = None
+    landed = 0
+    dropped: str | None = None
     for history in agent_run(sizes):
-        out = pipeline.compress(history).messages
+        result = pipeline.compress(history)
+        out = result.messages
         assert estimate_tokens(out) <= THRESHOLD
         raw = estimate_tokens(history)
         if previous is not None and not is_prefix(previous, out):
             # A compaction point. The first one (entering compression) may come at
             # any time; after it, the history must have grown by the configured
-            # distance (less one step of the run, the granularity of a cut).
+            # distance, or by the room the last compaction left when pruning alone
+            # made the request fit above the low-water mark (truncation is the last
+            # resort: nothing that fits once pruned is dropped), less one step of the
+            # run, the granularity of a cut.
             if grown_at_last is not None:
-                assert raw - grown_at_last >= distance - 2 * biggest_step - 100
+                room = min(distance, THRESHOLD - landed)
+                assert raw - grown_at_last >= room - 2 * biggest_step - 100
             grown_at_last = raw
+            landed = estimate_tokens(out)
+            if result.report.cuts.dropped_through != dropped:  # a new cut lands at the mark
+                assert landed <= low_water * THRESHOLD + biggest_step
+        dropped = result.report.cuts.dropped_through
         previous = out
 
 
