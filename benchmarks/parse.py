@@ -3,8 +3,8 @@
 1. Replays one bundled transcript turn by turn (each request the agent made, the
    history growing by the messages of that turn) through
    ``ContextPipeline(threshold=32000).compress(...)``, as ``benchmarks.ours``
-   drives the pipeline, and prints, per turn, the message anatomies built
-   (:func:`langchain_context_pipeline.messages.anatomy.build_count`) against the
+   drives the pipeline, and prints, per turn, the message anatomies built (each
+   miss of the anatomy memo, recorded by :func:`recording_builds`) against the
    messages that are new to that turn, split by whose message each is: new to the
    turn, read at an earlier turn and unchanged since (each such build is a second
    reading: 0 is the target), or written by the pass itself (pruned copies, notes,
@@ -89,7 +89,7 @@ class TurnBuilds:
 
 
 @contextlib.contextmanager
-def _recording_builds() -> Iterator[list[BaseMessage]]:
+def recording_builds() -> Iterator[list[BaseMessage]]:
     """Record each message whose anatomy is built (the anatomy memo missed) meanwhile."""
     from langchain_context_pipeline.messages import anatomy
 
@@ -113,8 +113,7 @@ def replay_builds(messages: list[BaseMessage], threshold: int) -> list[TurnBuild
     start = 0
     for end in request_ends(messages):
         history = messages[:end]
-        before = build_count()
-        with _recording_builds() as built:
+        with recording_builds() as built:
             result = pipeline.compress(history, carried_summary=carried)
         carried = result.carried_summary
         old = {id(m) for m in history[:start]}
@@ -123,7 +122,7 @@ def replay_builds(messages: list[BaseMessage], threshold: int) -> list[TurnBuild
             TurnBuilds(
                 end,
                 end - start,
-                build_count() - before,
+                len(built),
                 sum(1 for m in built if id(m) in new),
                 sum(1 for m in built if id(m) in old),
                 sum(1 for m in built if id(m) not in old and id(m) not in new),

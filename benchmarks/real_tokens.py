@@ -22,7 +22,6 @@ across strategies, transcripts and windows.
 
 from __future__ import annotations
 
-import functools
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -34,10 +33,8 @@ from langchain_core.messages.utils import count_tokens_approximately
 from benchmarks.texts import Fingerprint
 from langchain_context_pipeline.tokens.counters import (
     MESSAGE_OVERHEAD_TOKENS,
-    TokenCounter,
     countable_parts,
     estimate_message_tokens,
-    tiktoken_counter,
 )
 
 REPLY_PRIMING = 3
@@ -50,17 +47,13 @@ QUICK_TOKENIZERS = ("cl100k_base",)
 """The quick run counts with cl100k_base alone."""
 
 
-@functools.cache
-def _tiktoken_cl100k() -> TokenCounter:
-    return tiktoken_counter("cl100k_base")
-
-
 OWN_COUNTERS: dict[str, Callable[[BaseMessage], int]] = {
     "estimate_tokens": estimate_message_tokens,
     "count_tokens_approximately": lambda message: count_tokens_approximately([message]),
-    "cl100k_base": lambda message: _tiktoken_cl100k()([message]),
 }
-"""Per-message form of each strategy's own counter (each is a sum over messages)."""
+"""Per-message form of each strategy's own counter (both are sums over messages). A
+strategy may also count with one of the real tokenizers (its name in :data:`TOKENIZERS`),
+read from the real counts."""
 
 
 def load_tokenizers(names: Sequence[str]) -> dict[str, Callable[[str], int]]:
@@ -140,11 +133,17 @@ class RealTokenCounter:
         messages: Sequence[BaseMessage],
         fps: Sequence[Fingerprint],
     ) -> int:
-        """Return the request's size by the strategy's own counter (a name of OWN_COUNTERS).
+        """Return the request's size by the strategy's own counter.
+
+        ``counter``: a name of :data:`OWN_COUNTERS`, or of a tokenizer this counter
+        counts with (its per-message counts, without the reply priming).
 
         Raises:
-            KeyError: for a counter not in :data:`OWN_COUNTERS`.
+            KeyError: for a counter that is neither.
         """
+        if counter in self.names:
+            at = self.names.index(counter)
+            return sum(self._message(m, fp)[at] for m, fp in zip(messages, fps, strict=True))
         count = OWN_COUNTERS[counter]
         total = 0
         for message, fp in zip(messages, fps, strict=True):

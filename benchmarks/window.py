@@ -264,9 +264,13 @@ def window_targets(out: dict[str, Any]) -> list[dict[str, Any]]:
     for window, data in out["windows"].items():
         label = f"{int(window) // 1000}k"
         totals = data["totals"]
-        for plain, usage in (*HELD.items(), *((key, key) for key in EXACT)):
-            pairs = ((plain, FILL_WITHOUT_USAGE), (usage, FILL_WITH_USAGE))
-            for key, need in pairs[: 1 if plain == usage else 2]:
+        # Each configuration without usage, then its usage run if it has one; the last
+        # of them is the run held to its provider's tokenizer.
+        held = [(plain, [plain, usage]) for plain, usage in HELD.items()]
+        held += [(exact, [exact]) for exact in EXACT]
+        for plain, runs in held:
+            usage = runs[-1]
+            for key, need in zip(runs, (FILL_WITHOUT_USAGE, FILL_WITH_USAGE), strict=False):
                 if key not in totals:
                     continue
                 fill = totals[key]["fill"]["mean"]

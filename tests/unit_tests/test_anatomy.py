@@ -18,6 +18,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from benchmarks.parse import as_blocks, recording_builds, request_ends
 from langchain_context_pipeline import DIGEST, ContextPipeline
 from langchain_context_pipeline.cli.transcripts import load_transcript
 from langchain_context_pipeline.integrations.archive import plan_records
@@ -319,46 +320,22 @@ def test_one_pass_reads_each_message_once_and_edits_after_it_are_seen() -> None:
     assert message_text(message) == "edited"
 
 
-def _as_blocks(message: BaseMessage) -> BaseMessage:
-    """The message with its string content as blocks, so every reader parses it."""
-    if not isinstance(message.content, str):
-        return message
-    blocks: list[Any] = [{"type": "text", "text": message.content}] if message.content else []
-    if isinstance(message, AIMessage):
-        blocks += [
-            {"type": "tool_use", "id": c["id"], "name": c["name"], "input": c["args"]}
-            for c in message.tool_calls
-        ]
-    return message.model_copy(update={"content": blocks})
-
-
 @pytest.mark.parametrize("model", [None, "digest"])
-def test_turn_by_turn_each_message_is_parsed_once(
-    model: str | None, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_turn_by_turn_each_message_is_parsed_once(model: str | None) -> None:
     # Issue 18: one reading of a message. Over a real transcript replayed turn by
     # turn, with pruning, truncation and summaries happening, no turn builds the
     # anatomy of a message an earlier turn read (and that is unchanged since), and
     # a message new to the turn is built at most once.
     path = Path(__file__).parents[1] / "data" / "transcripts" / "aider_afi-core_gpt4o.json"
-    messages = [_as_blocks(m) for m in load_transcript(path)[0]]
-    built: list[BaseMessage] = []
-    build = anatomy._build
-
-    def recorded(message: BaseMessage) -> Any:
-        built.append(message)
-        return build(message)
-
-    monkeypatch.setattr(anatomy, "_build", recorded)
+    messages = [as_blocks(m) for m in load_transcript(path)[0]]
     pipeline = ContextPipeline(threshold=6000, tail_budget=1500, model=DIGEST if model else None)
     carried = None
     start = 0
     stages: set[str] = set()
-    ends = [i for i, m in enumerate(messages) if isinstance(m, AIMessage) and i > 0]
-    for end in [*ends, len(messages)]:
+    for end in request_ends(messages):
         history = messages[:end]
-        built.clear()
-        result = pipeline.compress(history, carried_summary=carried)
+        with recording_builds() as built:
+            result = pipeline.compress(history, carried_summary=carried)
         carried = result.carried_summary
         stages.update(result.report.stages)
         old = {id(m) for m in history[:start]}
