@@ -24,6 +24,10 @@ string:
   (``count`` of six letters in a row), punctuation pairs, space pairs,
   newlines, tabs, a space before a digit, letter/digit and punctuation/letter
   boundaries (hashes, identifiers, paths);
+* what no word is made of (added by hand after the fit, as the repeated-letter
+  charge was): clusters of five or six consonants inside long letter runs
+  (random keys, DNA and protein sequences) and marks repeating a pattern of two
+  to four ("abab...", "()()..."), near zero in natural text;
 * a per-character surcharge for each non-ASCII script group;
 * a constant of three tokens per string, and a margin of 0.6 times the square
   root of the UTF-8 length (errors on short pieces are a few tokens either way).
@@ -49,8 +53,9 @@ never costs more than its characters alone in these tokenizers (byte-level BPE
 only merges; property-tested), so the bound holds for any mixture of scripts.
 The costs of the BMP are a 64 KiB table (``_char_costs.bin``, built by
 ``scripts/build_char_costs.py``) applied by one ``str.translate`` and counted by
-``str.count``: no Python loop, but this path costs about twice the fitted one
-(about 70-90 ns per character against 35-45); pure ASCII never takes it. Qwen
+``str.count``: no Python loop, but this path costs about three times the fitted
+one (about 130 ns per character on the token corpus against 45); pure ASCII never
+takes it. Qwen
 tokenizes the NFC form, which for a few characters is longer than the text
 (U+0F76 is three bytes and becomes six): a string that is not NFC is charged at
 least the estimate of its NFC form.
@@ -61,8 +66,8 @@ string cannot change under its entry). The memo is bounded by the memory of the
 strings it holds, not by their number: a history longer than a count bound would
 be looked up in order and miss on every string (least recently used is always
 the next one asked for), so the cost per message would jump from a lookup to a
-full estimate as the history grows. Cold, the estimate costs about 35 ns per
-character; over an agent run that re-counts the history before every turn it
+full estimate as the history grows. Cold, the estimate costs about 45 ns per ASCII
+character (half of it the charge for what no word is made of); over an agent run that re-counts the history before every turn it
 costs about 1.2x ``count_tokens_approximately`` (``benchmarks/token_ratios.md``).
 """
 
@@ -130,6 +135,38 @@ _PER_CASE_RISE = 1.94  # a lowercase then an uppercase letter: camelCase, base64
 # tokenize at two per token in long runs, where the letter-run count charges 0.13.
 _PER_REPEATED_LETTER = 0.4
 _NOT_LETTER = bytes(0 if 65 <= b <= 90 or 97 <= b <= 122 else 1 for b in range(256))
+# What no word is made of. The fitted weights charge a run of letters as words, at
+# about five letters a token; random identifiers and keys, DNA and protein
+# sequences hold about two, and a repeated pattern of two to four letters or marks
+# ("abab...", "hahaha", "()()()") merges no better than its pieces ("ab" * 1000 is
+# 1,000 tokens in every tokenizer). Charged: each five and each six consonants of
+# one case in a row inside a run of at least eight letters of that case (a letter
+# repeated is charged as such already), and each mark (letter or punctuation) that
+# repeats the one two, three or four before it, three in a row. Both are near zero
+# in natural text, whose words have vowels and whose repeats are words, not
+# pieces: on the token corpus the estimate rises 0.4% on the transcripts, 0.6% on
+# base64 and less elsewhere. Known undercounts left: random words shorter than eight
+# letters ("qzv xkw ..."), whose clusters are as short as words', random base32
+# shorter than about 1,000 characters (its digits cut the letter runs; they are
+# charged as digits), and patterns of more than four marks repeated.
+_VOWELS = frozenset(b"aeiouyAEIOUY")
+_CASES_CONSONANTS = tuple(
+    (
+        bytes(int(low <= b <= low + 25) for b in range(256)),
+        bytes(int(low <= b <= low + 25 and b not in _VOWELS) for b in range(256)),
+    )
+    for low in (97, 65)
+)
+"""Per case (lower, upper): the tables of its letters and of its consonants."""
+_WORD_RUN = 8
+"""Letters of one case in a row that make a run where consonant clusters are charged."""
+_PER_CONSONANT_RUN5 = 3.0
+_PER_CONSONANT_RUN6 = 3.0
+_PATTERNED = bytes(int(33 <= b <= 126 and not 48 <= b <= 57) for b in range(256))
+"""Letters and punctuation: the marks a repeated pattern is charged for."""
+_PER_PATTERN_MARK = 0.4
+_ZERO = bytes([1] + [0] * 255)
+"""Maps a zero byte to 1 and every other byte to 0 (the equal bytes of an XOR)."""
 
 # Weighted counts of patterns in the class string (non-overlapping, as bytes.count).
 _ASCII_WEIGHTS: tuple[tuple[bytes, float], ...] = (
@@ -202,6 +239,47 @@ def _repeated_letters(data: bytes, size: int) -> int:
     return mixed.to_bytes(size - 2, "little").count(0)
 
 
+def _unworded(data: bytes, size: int, classes: bytes) -> float:
+    """Charge the letters and marks no word is made of (see ``_PER_PATTERN_MARK``).
+
+    ``classes`` is ``data.translate(_CLASSES)``. Byte flags as big integers, as
+    :func:`_repeated_letters`: no Python loop over the text.
+    """
+    if size < _WORD_RUN:
+        return 0.0
+    whole = int.from_bytes(data, "little")
+    # A byte equal to the one before (``same``), and to the two before (``tripled``).
+    before = (whole ^ (whole << 8)).to_bytes(size + 1, "little")[:size]
+    same = int.from_bytes(before.translate(_ZERO), "little")
+    tripled = same & (same << 8)
+    cost = 0.0
+    long_runs = b"a" * _WORD_RUN in classes  # letters of either case, so far
+    for letters_table, consonants_table in _CASES_CONSONANTS if long_runs else ():
+        consonants = int.from_bytes(data.translate(consonants_table), "little") & ~tripled
+        if not consonants:
+            continue
+        letters = int.from_bytes(data.translate(letters_table), "little")
+        runs = letters & (letters >> 8)  # where _WORD_RUN letters start, by doubling
+        runs &= runs >> 16
+        runs &= runs >> 32
+        inside = runs | (runs << 8)  # every letter of those runs
+        inside |= inside << 16
+        inside |= inside << 32
+        five = consonants & (consonants >> 8)
+        five &= five >> 16
+        five &= (consonants >> 32) & inside
+        cost += _PER_CONSONANT_RUN5 * five.bit_count()
+        cost += _PER_CONSONANT_RUN6 * (five & (consonants >> 40)).bit_count()
+    marks = int.from_bytes(data.translate(_PATTERNED), "little")
+    pattern = 0
+    for period in (2, 3, 4):
+        equal = (whole ^ (whole >> (8 * period))).to_bytes(size, "little").translate(_ZERO)
+        pattern |= int.from_bytes(equal, "little") & (marks >> (8 * period))
+    pattern &= marks & ~tripled
+    three = pattern & (pattern >> 8) & (pattern >> 16)
+    return cost + _PER_PATTERN_MARK * three.bit_count()
+
+
 def _fitted(data: bytes) -> float:
     """Return the fitted estimate of UTF-8 ``data`` (``data.isascii()`` skips the scripts)."""
     size = len(data)
@@ -216,6 +294,7 @@ def _fitted(data: bytes) -> float:
         + _PER_UPPERCASE * cases.count(b"A")
         + _PER_CASE_RISE * cases.count(b"aA")
         + _PER_REPEATED_LETTER * repeats
+        + _unworded(data, size, classes)
     )
     for pattern, weight in _ASCII_WEIGHTS:
         cost += weight * classes.count(pattern)
