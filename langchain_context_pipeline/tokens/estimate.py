@@ -66,9 +66,10 @@ string cannot change under its entry). The memo is bounded by the memory of the
 strings it holds, not by their number: a history longer than a count bound would
 be looked up in order and miss on every string (least recently used is always
 the next one asked for), so the cost per message would jump from a lookup to a
-full estimate as the history grows. Cold, the estimate costs about 45 ns per ASCII
-character (half of it the charge for what no word is made of); over an agent run that re-counts the history before every turn it
-costs about 1.2x ``count_tokens_approximately`` (``benchmarks/token_ratios.md``).
+full estimate as the history grows. Cold, the estimate costs about 45-85 ns per
+character (about 20 of them the charge for what no word is made of); over an agent
+run that re-counts the history before every turn it costs about 2x
+``count_tokens_approximately`` (``benchmarks/token_ratios.md``).
 """
 
 from __future__ import annotations
@@ -152,12 +153,14 @@ _NOT_LETTER = bytes(0 if 65 <= b <= 90 or 97 <= b <= 122 else 1 for b in range(2
 _VOWELS = frozenset(b"aeiouyAEIOUY")
 _CASES_CONSONANTS = tuple(
     (
+        bytes([low]),
         bytes(int(low <= b <= low + 25) for b in range(256)),
         bytes(int(low <= b <= low + 25 and b not in _VOWELS) for b in range(256)),
     )
     for low in (97, 65)
 )
-"""Per case (lower, upper): the tables of its letters and of its consonants."""
+"""Per case (lower, upper): its letter in ``_CASES``, the tables of its letters and of
+its consonants."""
 _WORD_RUN = 8
 """Letters of one case in a row that make a run where consonant clusters are charged."""
 _PER_CONSONANT_RUN5 = 3.0
@@ -239,10 +242,10 @@ def _repeated_letters(data: bytes, size: int) -> int:
     return mixed.to_bytes(size - 2, "little").count(0)
 
 
-def _unworded(data: bytes, size: int, classes: bytes) -> float:
+def _unworded(data: bytes, size: int, cases: bytes) -> float:
     """Charge the letters and marks no word is made of (see ``_PER_PATTERN_MARK``).
 
-    ``classes`` is ``data.translate(_CLASSES)``. Byte flags as big integers, as
+    ``cases`` is ``data.translate(_CASES)``. Byte flags as big integers, as
     :func:`_repeated_letters`: no Python loop over the text.
     """
     if size < _WORD_RUN:
@@ -253,11 +256,10 @@ def _unworded(data: bytes, size: int, classes: bytes) -> float:
     same = int.from_bytes(before.translate(_ZERO), "little")
     tripled = same & (same << 8)
     cost = 0.0
-    long_runs = b"a" * _WORD_RUN in classes  # letters of either case, so far
-    for letters_table, consonants_table in _CASES_CONSONANTS if long_runs else ():
-        consonants = int.from_bytes(data.translate(consonants_table), "little") & ~tripled
-        if not consonants:
+    for case, letters_table, consonants_table in _CASES_CONSONANTS:
+        if case * _WORD_RUN not in cases:  # no run of that case to look in
             continue
+        consonants = int.from_bytes(data.translate(consonants_table), "little") & ~tripled
         letters = int.from_bytes(data.translate(letters_table), "little")
         runs = letters & (letters >> 8)  # where _WORD_RUN letters start, by doubling
         runs &= runs >> 16
@@ -294,7 +296,7 @@ def _fitted(data: bytes) -> float:
         + _PER_UPPERCASE * cases.count(b"A")
         + _PER_CASE_RISE * cases.count(b"aA")
         + _PER_REPEATED_LETTER * repeats
-        + _unworded(data, size, classes)
+        + _unworded(data, size, cases)
     )
     for pattern, weight in _ASCII_WEIGHTS:
         cost += weight * classes.count(pattern)
