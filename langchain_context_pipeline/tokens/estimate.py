@@ -26,8 +26,8 @@ string:
   boundaries (hashes, identifiers, paths);
 * what no word is made of (added by hand after the fit, as the repeated-letter
   charge was): clusters of five or six consonants inside long letter runs
-  (random keys, DNA and protein sequences) and marks repeating a pattern of two
-  to four ("abab...", "()()..."), near zero in natural text;
+  (random keys, DNA and protein sequences) and letters repeating a pattern of two
+  to four ("abab..."), near zero in natural text;
 * a per-character surcharge for each non-ASCII script group;
 * a constant of three tokens per string, and a margin of 0.6 times the square
   root of the UTF-8 length (errors on short pieces are a few tokens either way).
@@ -138,18 +138,20 @@ _PER_REPEATED_LETTER = 0.4
 _NOT_LETTER = bytes(0 if 65 <= b <= 90 or 97 <= b <= 122 else 1 for b in range(256))
 # What no word is made of. The fitted weights charge a run of letters as words, at
 # about five letters a token; random identifiers and keys, DNA and protein
-# sequences hold about two, and a repeated pattern of two to four letters or marks
-# ("abab...", "hahaha", "()()()") merges no better than its pieces ("ab" * 1000 is
-# 1,000 tokens in every tokenizer). Charged: each five and each six consonants of
-# one case in a row inside a run of at least eight letters of that case (a letter
-# repeated is charged as such already), and each mark (letter or punctuation) that
-# repeats the one two, three or four before it, three in a row. Both are near zero
-# in natural text, whose words have vowels and whose repeats are words, not
-# pieces: on the token corpus the estimate rises 0.4% on the transcripts, 0.6% on
-# base64 and less elsewhere. Known undercounts left: random words shorter than eight
-# letters ("qzv xkw ..."), whose clusters are as short as words', random base32
-# shorter than about 1,000 characters (its digits cut the letter runs; they are
-# charged as digits), and patterns of more than four marks repeated.
+# sequences hold about two, and a repeated pattern of two to four letters
+# ("abab...", "hahaha") merges no better than its pieces ("ab" * 1000 is 1,000
+# tokens in every tokenizer). Charged: each five and each six consonants of one case
+# in a row inside a run of at least eight letters of that case (a letter repeated is
+# charged as such already), and each letter that repeats the one two, three or four
+# before it, three in a row. Both are near zero in natural text, whose words have
+# vowels and whose repeats are words, not pieces: on the token corpus the estimate
+# rises 0.4% on the transcripts, 0.6% on base64 and less elsewhere. Known
+# undercounts left: random words shorter than eight letters ("qzv xkw ..."), whose
+# clusters are as short as words', random base32 shorter than about 1,000
+# characters (its digits cut the letter runs; they are charged as digits), patterns
+# of more than four letters repeated, and patterns of punctuation ("()" * 1000 is
+# 1,000 tokens, estimated at 640; charging them would charge what merges well and
+# is common, such as curl's "--:--:--").
 _VOWELS = frozenset(b"aeiouyAEIOUY")
 _CASES_CONSONANTS = tuple(
     (
@@ -163,11 +165,10 @@ _CASES_CONSONANTS = tuple(
 its consonants."""
 _WORD_RUN = 8
 """Letters of one case in a row that make a run where consonant clusters are charged."""
-_PER_CONSONANT_RUN5 = 3.0
-_PER_CONSONANT_RUN6 = 3.0
-_PATTERNED = bytes(int(33 <= b <= 126 and not 48 <= b <= 57) for b in range(256))
-"""Letters and punctuation: the marks a repeated pattern is charged for."""
-_PER_PATTERN_MARK = 0.4
+_PER_CONSONANT_RUN5 = 4.0
+_PER_CONSONANT_RUN6 = 4.0
+_LETTERS = bytes(1 - flag for flag in _NOT_LETTER)
+_PER_PATTERN_LETTER = 0.4
 _ZERO = bytes([1] + [0] * 255)
 """Maps a zero byte to 1 and every other byte to 0 (the equal bytes of an XOR)."""
 
@@ -243,7 +244,7 @@ def _repeated_letters(data: bytes, size: int) -> int:
 
 
 def _unworded(data: bytes, size: int, cases: bytes) -> float:
-    """Charge the letters and marks no word is made of (see ``_PER_PATTERN_MARK``).
+    """Charge the letters no word is made of (see ``_PER_PATTERN_LETTER``).
 
     ``cases`` is ``data.translate(_CASES)``. Byte flags as big integers, as
     :func:`_repeated_letters`: no Python loop over the text.
@@ -272,14 +273,14 @@ def _unworded(data: bytes, size: int, cases: bytes) -> float:
         five &= (consonants >> 32) & inside
         cost += _PER_CONSONANT_RUN5 * five.bit_count()
         cost += _PER_CONSONANT_RUN6 * (five & (consonants >> 40)).bit_count()
-    marks = int.from_bytes(data.translate(_PATTERNED), "little")
+    letters = int.from_bytes(data.translate(_LETTERS), "little")
     pattern = 0
     for period in (2, 3, 4):
         equal = (whole ^ (whole >> (8 * period))).to_bytes(size, "little").translate(_ZERO)
-        pattern |= int.from_bytes(equal, "little") & (marks >> (8 * period))
-    pattern &= marks & ~tripled
+        pattern |= int.from_bytes(equal, "little") & (letters >> (8 * period))
+    pattern &= letters & ~tripled
     three = pattern & (pattern >> 8) & (pattern >> 16)
-    return cost + _PER_PATTERN_MARK * three.bit_count()
+    return cost + _PER_PATTERN_LETTER * three.bit_count()
 
 
 def _fitted(data: bytes) -> float:
