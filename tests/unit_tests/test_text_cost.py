@@ -204,16 +204,20 @@ def test_generated_mixtures_never_below_cl100k_or_o200k(text: str) -> None:
     assert estimate >= TOKENIZERS["o200k_base"](text)
 
 
+def _never_below_any_tokenizer(text: str, label: str) -> None:
+    estimate = text_tokens(text)
+    for tokenizer, count in TOKENIZERS.items():
+        real = count(text)
+        assert estimate >= real, f"{label}: {estimate} < {tokenizer} {real}"
+
+
 @pytest.mark.parametrize("letter", ["q", "z", "y", "A", "e"])
 def test_repeated_letters_are_not_undercounted(letter: str) -> None:
     # Most letters tokenize at two per token in long runs ("zz" is a token, "zzzz"
     # is not): before the repeated-letter charge, "z" * 4000 was estimated at 574
     # tokens against 2000 by every tokenizer.
     for length in (3, 10, 100, 4000):
-        text = letter * length
-        estimate = text_tokens(text)
-        for tokenizer, count in TOKENIZERS.items():
-            assert estimate >= count(text), f"{letter!r}*{length}: {estimate} < {tokenizer}"
+        _never_below_any_tokenizer(letter * length, f"{letter!r}*{length}")
 
 
 # Unicode ranges the random-character properties draw from: BMP blocks of every
@@ -360,10 +364,7 @@ def test_repeated_letter_patterns_are_not_undercounted(pattern: str) -> None:
     # (Punctuation patterns, "()" * 1000, are a known undercount: see
     # ``_PER_PATTERN_LETTER`` in tokens.estimate.)
     for repeats in (3, 10, 100, 1000):
-        text = pattern * repeats
-        estimate = text_tokens(text)
-        for tokenizer, count in TOKENIZERS.items():
-            assert estimate >= count(text), f"{pattern!r}*{repeats}: {estimate} < {tokenizer}"
+        _never_below_any_tokenizer(pattern * repeats, f"{pattern!r}*{repeats}")
 
 
 @st.composite
@@ -395,10 +396,7 @@ def test_letters_no_word_is_made_of_are_not_undercounted(text: str) -> None:
     # Random identifiers and keys, DNA and protein sequences hold about two letters
     # a token: 2,000 random lowercase letters cost cl100k_base 1,091 tokens and
     # were estimated at 298, 2,000 random DNA letters 992 and 354.
-    estimate = text_tokens(text)
-    for tokenizer, count in TOKENIZERS.items():
-        real = count(text)
-        assert estimate >= real, f"{text[:40]!r}: {estimate} < {tokenizer} {real}"
+    _never_below_any_tokenizer(text, repr(text[:40]))
 
 
 @given(_random_letters(word=(8, 40)))
@@ -407,7 +405,4 @@ def test_runs_of_random_words_are_not_undercounted(text: str) -> None:
     # are charged. (Shorter random words, "qzv xkw ...", are a known undercount:
     # their clusters are as short as natural words' and charging them would
     # charge prose.)
-    estimate = text_tokens(text)
-    for tokenizer, count in TOKENIZERS.items():
-        real = count(text)
-        assert estimate >= real, f"{text[:40]!r}: {estimate} < {tokenizer} {real}"
+    _never_below_any_tokenizer(text, repr(text[:40]))
