@@ -57,6 +57,34 @@ def _marker(text: str, limit: int) -> str:
     return cut_end(text, max(limit, 0))
 
 
+def _flat_size(value: dict[Any, Any], limit: int) -> int | None:
+    """Return the size :func:`_cut` gives a flat dict with nothing to cut, else None.
+
+    The common tool call (string keys, and strings, ints, booleans or None within
+    ``limit``) is sized in one loop; any other entry, or one that would be cut, sends
+    the dict down the general path, which gives the same size when nothing is cut.
+    """
+    total = 2
+    for key, item in value.items():
+        if type(key) is not str or len(key) > max(limit, 1):
+            return None
+        kind = type(item)
+        if kind is str:
+            if len(item) > limit:
+                return None
+            total += len(item) + len(key) + 6
+        elif item is None or kind is bool:
+            total += len(key) + 9
+        elif kind is int:
+            digits = int(item.bit_length() * 0.30103) + 1
+            if digits > max(limit, 20):
+                return None
+            total += digits + len(key) + 5
+        else:
+            return None
+    return total
+
+
 def _cut(value: Any, limit: int, depth: int, ref: str = "") -> tuple[Any, int]:
     """Return ``value`` cut to ``limit`` and its approximate JSON size in chars.
 
@@ -66,6 +94,10 @@ def _cut(value: Any, limit: int, depth: int, ref: str = "") -> tuple[Any, int]:
     if isinstance(value, str):
         out = cut_end(value, limit, ref)
         return out, len(out) + 2
+    if type(value) is dict and depth < MAX_DEPTH:
+        size = _flat_size(value, limit)
+        if size is not None and size <= max(4 * limit, limit + 64):
+            return value, size
     named = f" ref={ref}" if ref else ""  # a marker names the original too
     if isinstance(value, bool) or value is None:
         return value, 5

@@ -1,9 +1,12 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
 
 from langchain_context_pipeline import DIGEST, ContextPipeline, estimate_tokens, hard_truncate
+from langchain_context_pipeline.messages import trim
 from langchain_context_pipeline.messages.references import message_ref, span_ref
 from langchain_context_pipeline.messages.trim import cut_json
 from tests.support.invariants import assert_pairs_kept, snapshot
@@ -183,6 +186,36 @@ def test_cut_keys_never_merge_two_entries() -> None:
         many = cut_json({f"key{i}": "x" * 40 for i in range(9)}, limit)
         assert "…" in many and cut_json(many, limit) == many
         assert len(cut_json(value, limit)) == len(value)
+
+
+_flat_values = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(),
+    st.integers(min_value=-(10**60), max_value=10**60),
+    st.text(max_size=300),
+)
+
+
+@given(
+    st.dictionaries(st.text(max_size=12), _flat_values, max_size=8),
+    st.sampled_from([0, 1, 2, 8, 40, 200]),
+    st.integers(min_value=0, max_value=40),
+)
+def test_a_flat_dict_is_cut_as_the_general_path_cuts_it(
+    value: dict[str, object], limit: int, depth: int
+) -> None:
+    """The one-loop path for flat tool arguments gives what the general walk gives.
+
+    Same result, same size, and the caller's very dict when nothing is cut (also at
+    and past the depth where a container becomes a marker).
+    """
+    fast = trim._cut(value, limit, depth)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(trim, "_flat_size", lambda *_: None)
+        general = trim._cut(value, limit, depth)
+    assert fast == general
+    assert (fast[0] is value) == (general[0] is value)
 
 
 def test_a_message_nothing_can_cut_is_kept_as_the_callers_object() -> None:
