@@ -23,7 +23,7 @@ import contextlib
 import contextvars
 import weakref
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
@@ -129,6 +129,10 @@ class Anatomy:
     """The texts a provider tokenizes in the content (no listed tool calls)."""
     call_texts: tuple[str, ...]
     """The texts of ``tool_calls`` and ``invalid_tool_calls``."""
+    _index: dict[str, tuple[str, Any]] | None = field(
+        default=None, init=False, repr=False, compare=False
+    )
+    """:meth:`call_index`, once built."""
 
     @property
     def text(self) -> str:
@@ -152,12 +156,18 @@ class Anatomy:
         """Return ``{call id: (name, args)}``: the first copy of each id names it.
 
         ``tool_calls`` first, then the calls only a block or
-        ``additional_kwargs`` carries; invalid tool calls name none.
+        ``additional_kwargs`` carries; invalid tool calls name none. Built once: one
+        anatomy gives the very same dict and ``(name, args)`` tuples every time (do
+        not change them), so an entry identical to one taken earlier is the same
+        call, unchanged while :func:`read` gives this anatomy back.
         """
-        found: dict[str, tuple[str, Any]] = {}
-        for call in self.calls:
-            if call.id and call.source != "invalid_tool_calls" and call.id not in found:
-                found[call.id] = (call.name, call.args)
+        found = self._index
+        if found is None:
+            found = {}
+            for call in self.calls:
+                if call.id and call.source != "invalid_tool_calls" and call.id not in found:
+                    found[call.id] = (call.name, call.args)
+            object.__setattr__(self, "_index", found)
         return found
 
     def countable(self) -> tuple[list[str], int]:
@@ -285,8 +295,13 @@ def call_ids(message: AIMessage) -> list[str]:
 
 
 def call_index(message: AIMessage) -> dict[str, tuple[str, Any]]:
-    """Return ``read(message).call_index()``, from ``tool_calls`` alone when they are all."""
-    if _listed_only(message):
+    """Return ``read(message).call_index()``.
+
+    In a :func:`one_pass` block, always the anatomy's own index (read and checked
+    once a pass), whose entries keep their identity while the message is unchanged;
+    outside of one, from ``tool_calls`` alone when they are all the calls.
+    """
+    if _pass.get() is None and _listed_only(message):
         found: dict[str, tuple[str, Any]] = {}
         for call in message.tool_calls:
             cid = call.get("id")

@@ -44,8 +44,6 @@ from langchain_context_pipeline.messages.references import format_ref, message_r
 from langchain_context_pipeline.messages.snapshot import (
     message_state,
     message_unchanged,
-    state,
-    unchanged,
 )
 from langchain_context_pipeline.messages.trim import cut_middle, replace_text, with_cut_args
 from langchain_context_pipeline.messages.units import Split
@@ -71,8 +69,11 @@ class _Pruned:
     its entry goes when the message does. The message is checked by its anatomy
     when the pass had read it (the anatomy memo checks every field: while
     :func:`~langchain_context_pipeline.messages.anatomy.read` gives the same object
-    back, the message is as it was), else by ``state``; ``call`` is the state of the
-    call it answers. An edit in place misses.
+    back, the message is as it was), else by ``state``. ``call`` is the call it
+    answers as the pass's index of the calling message gave it (see
+    :func:`~langchain_context_pipeline.messages.anatomy.call_index`): the same
+    ``(name, args)`` object comes back only while that message's anatomy does, so
+    an identical entry is the same call, unchanged, at no cost. An edit in place misses.
     """
 
     source: weakref.ref[BaseMessage]
@@ -95,9 +96,20 @@ class _Pruned:
                 return False
         elif not message_unchanged(message, self.state):
             return False
-        if not unchanged(call, self.call):
+        if not _same_call(call, self.call):
             return False
         return self.result is None or message_unchanged(self.result, self.result_state)
+
+
+def _same_call(now: Any, then: Any) -> bool:
+    """Whether the calls a result answers are the very entries remembered (see ``_Pruned``)."""
+    if isinstance(now, list):
+        return (
+            isinstance(then, list)
+            and len(now) == len(then)
+            and all(a is b for a, b in zip(now, then, strict=True))
+        )
+    return now is then
 
 
 def sum_stats(each: Iterable[PruneStats | None]) -> PruneStats:
@@ -268,7 +280,7 @@ class Pruner(MessagesRunnable):
             weakref.ref(message, forget),
             anatomy,
             message_state(message) if anatomy is None else None,
-            state(call),
+            call,
             kept,
             None if kept is None else message_state(kept),
             own,

@@ -286,6 +286,31 @@ def test_a_different_call_for_the_same_result_is_briefed_again() -> None:
     assert pruner.prune(two, Split.of(two, 0))[0][2].content.startswith("[read_file] b.py")
 
 
+def test_a_tool_message_is_briefed_again_when_its_call_is_edited_in_place() -> None:
+    # The memo knows the call a result answers by the identity of the calling
+    # message's index entry: an edit in place of that message must still miss,
+    # every way an agent makes the edit, turn after turn.
+    messages = [
+        HumanMessage("t"),
+        AIMessage("", tool_calls=[read_call(path="a.py")]),
+        ToolMessage("x" * 2000, tool_call_id="c1"),
+        HumanMessage("n"),
+    ]
+    pruner = Pruner(tail_budget=0)
+    where = Split.of(messages, 0)
+    for _ in range(2):
+        assert pruner.prune(messages, where)[0][2].content.startswith("[read_file] a.py")
+    call = messages[1]
+    assert isinstance(call, AIMessage)
+    call.tool_calls[0]["args"]["path"] = "b.py"
+    assert pruner.prune(messages, where)[0][2].content.startswith("[read_file] b.py")
+    call.tool_calls[0]["name"] = "view"
+    assert pruner.prune(messages, where)[0][2].content.startswith("[view] b.py")
+    call.tool_calls = [read_call(path="c.py")]
+    assert pruner.prune(messages, where)[0][2].content.startswith("[read_file] c.py")
+    assert pruner.prune(messages, where)[0][2].content.startswith("[read_file] c.py")
+
+
 def test_the_memo_keeps_no_message_alive() -> None:
     import gc
 
