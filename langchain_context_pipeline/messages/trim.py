@@ -57,6 +57,11 @@ def _marker(text: str, limit: int) -> str:
     return cut_end(text, max(limit, 0))
 
 
+def _trigger(limit: int) -> int:
+    """The size over which a container is cut (well over ``limit``: see :func:`_cut`)."""
+    return max(4 * limit, limit + 64)
+
+
 def _flat_size(value: dict[Any, Any], limit: int) -> int | None:
     """Return the size :func:`_cut` gives a flat dict with nothing to cut, else None.
 
@@ -96,7 +101,7 @@ def _cut(value: Any, limit: int, depth: int, ref: str = "") -> tuple[Any, int]:
         return out, len(out) + 2
     if type(value) is dict and depth < MAX_DEPTH:
         size = _flat_size(value, limit)
-        if size is not None and size <= max(4 * limit, limit + 64):
+        if size is not None and size <= _trigger(limit):
             return value, size
     named = f" ref={ref}" if ref else ""  # a marker names the original too
     if isinstance(value, bool) or value is None:
@@ -121,7 +126,7 @@ def _cut(value: Any, limit: int, depth: int, ref: str = "") -> tuple[Any, int]:
         return out, len(out) + 2
     # A container is cut only when well over the limit, to a size well under that
     # trigger: the hysteresis makes the cut a fixed point.
-    trigger = max(4 * limit, limit + 64)
+    trigger = _trigger(limit)
     is_mapping, parts = found
     if is_mapping:
         entries_out: list[tuple[Any, Any, int]] = []
