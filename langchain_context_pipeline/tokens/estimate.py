@@ -5,7 +5,8 @@ Japanese cost a token or more per character, JSON and logs about one per two or
 three characters, digits one each (Qwen splits every digit), base64 and hashes
 about one per one and a half. :func:`text_tokens` charges a string by what it is
 made of, measured with C-speed ``bytes`` operations only (no per-character Python
-loop, no regex), so that it can sit on the no-op path of every model call.
+loop; one regular expression, a literal search for long letter runs), so that it
+can sit on the no-op path of every model call.
 
 How it works. The string is encoded to UTF-8 and every byte is mapped by one
 ``bytes.translate`` to a class: letter, digit, space, newline, tab, other ASCII
@@ -27,7 +28,11 @@ string:
 * what no word is made of (added by hand after the fit, as the repeated-letter
   charge was): clusters of five or six consonants inside long letter runs
   (random keys, DNA and protein sequences) and letters repeating a pattern of two
-  to four ("abab..."), near zero in natural text;
+  to four ("abab..."), or of five to eight twice in a row inside long letter
+  runs ("abcdeabcde..."), near zero in natural text;
+* punctuation that does not merge (added by hand too): control characters, and
+  marks that end four marks in a row and differ from the one before ("()()",
+  random marks; "----" stays free);
 * a per-character surcharge for each non-ASCII script group;
 * a constant of three tokens per string, and a margin of 0.6 times the square
   root of the UTF-8 length (errors on short pieces are a few tokens either way).
@@ -75,13 +80,14 @@ run that re-counts the history before every turn it costs about 2x
 from __future__ import annotations
 
 import math
+import re
 import sys
 import threading
 import unicodedata
 import zlib
 from collections.abc import Callable, Hashable
 from importlib import resources
-from typing import TypeVar
+from typing import NamedTuple, TypeVar
 
 __all__ = ["Memo", "text_tokens"]
 
@@ -131,6 +137,7 @@ _PER_STRING = 3.0
 _MARGIN_PER_SQRT_BYTE = 0.6
 _PER_CLASS_CHANGE = 0.48
 _PER_UPPERCASE = 0.13
+_PER_LINE_AFTER_WORD = 1.0
 _PER_CASE_RISE = 1.94  # a lowercase then an uppercase letter: camelCase, base64
 # A letter repeated three times or more ("zzzz...", filler, padding): most letters
 # tokenize at two per token in long runs, where the letter-run count charges 0.13.
@@ -143,17 +150,17 @@ _NOT_LETTER = bytes(0 if 65 <= b <= 90 or 97 <= b <= 122 else 1 for b in range(2
 # tokens in every tokenizer). Charged: each five and each six consonants of one case
 # in a row inside a run of at least eight letters of that case (a letter repeated is
 # charged as such already), and each letter that repeats the one two, three or four
-# before it, three in a row. Both are near zero in natural text, whose words have
-# vowels and whose repeats are words, not pieces: on the token corpus the estimate
-# rises 0.35% on the transcripts, 0.8% on base64 and less elsewhere. Known
+# before it, three in a row; inside runs of 13 letters or more, also each letter that
+# repeats the one five to eight before it twice ("abcde" * 500 is 1,000 tokens in
+# cl100k_base and was estimated at 366). Both are near zero in natural text, whose
+# words have vowels and whose repeats are words, not pieces: on the token corpus
+# the estimate rises 0.35% on the transcripts, 0.8% on base64 and less elsewhere. Known
 # undercounts left: random words shorter than eight letters ("qzv xkw ..."), whose
 # clusters are as short as words', random base32 shorter than about 1,000
 # characters (its digits cut the letter runs; they are charged as digits), random
 # lowercase alphanumerics and mixed-case letters shorter than about 400 (by up to
-# 12% at 40 characters; measured, not changed by this charge), patterns
-# of more than four letters repeated, and patterns of punctuation ("()" * 1000 is
-# 1,000 tokens, estimated at 640; charging them would charge what merges well and
-# is common, such as curl's "--:--:--").
+# 12% at 40 characters; measured, not changed by this charge), and patterns of
+# more than eight letters repeated.
 _VOWELS = frozenset(b"aeiouyAEIOUY")
 _CASES_CONSONANTS = tuple(
     (
@@ -170,9 +177,32 @@ _WORD_RUN = 8
 _PER_CONSONANT_RUN5 = 4.0
 _PER_CONSONANT_RUN6 = 4.0
 _LETTERS = bytes(1 - flag for flag in _NOT_LETTER)
-_PER_PATTERN_LETTER = 0.4
+# A letter of a repeated pattern is charged about a token with the letter-run
+# count: some pairs merge ("iy" * 500 is 500 tokens), others nowhere ("jy" * 500
+# and "IY" * 500 are 1,000 in every tokenizer).
+_PER_PATTERN_LETTER = 0.87
+_PERIODS = (2, 3, 4)
+_LONG_PERIODS = (5, 6, 7, 8)
+_LONG_RUN = b"a" * 13
+_LONG_RUNS = re.compile(_LONG_RUN + b"+")  # a literal prefix: searched as bytes.find does
+_RUN_GAP = bytes(max(_LONG_PERIODS))
+_span = re.Match.span
 _ZERO = bytes([1] + [0] * 255)
 """Maps a zero byte to 1 and every other byte to 0 (the equal bytes of an XOR)."""
+
+# Punctuation that does not merge. The fitted weights charge punctuation by its
+# pairs, as JSON, markup and operators merge ('", "', "});", "->"); random marks
+# and control characters (binary read as text, line noise, escape sequences)
+# merge almost nowhere: 1,000 random ASCII marks cost DeepSeek 697 tokens and were
+# estimated at 327, "()" * 1000 is 1,000 tokens in cl100k_base and was estimated
+# at 640. Charged: each control character other than tab, newline and carriage
+# return, and each mark that ends four marks in a row and differs from the one
+# before it (a run of one mark, "----" or "====", merges well and stays free).
+_MARKS = b"!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
+_CONTROL = bytes(int((b < 32 and b not in (9, 10, 13)) or b == 127) for b in range(256))
+_PUNCTUATION = bytes(int(b in _MARKS or bool(_CONTROL[b])) for b in range(256))
+_PER_CONTROL = 0.7
+_PER_PUNCTUATION_RUN = 0.5
 
 # Weighted counts of patterns in the class string (non-overlapping, as bytes.count).
 _ASCII_WEIGHTS: tuple[tuple[bytes, float], ...] = (
@@ -186,6 +216,11 @@ _ASCII_WEIGHTS: tuple[tuple[bytes, float], ...] = (
     (b"0a", 0.4),  # digit/letter boundaries: hashes, ids, versions
     (b"a0", 0.4),
     (b".a", 1.17),  # punctuation/letter boundaries: paths, identifiers, URLs
+    # A newline after a letter is a token of its own (it merges after punctuation,
+    # ".\n", and with spaces, " \n", only): one word a line, as ls -1 prints, was
+    # charged 1.2 a line for 2 (added by hand after the fit).
+    (b"a\n", _PER_LINE_AFTER_WORD),
+    (b"a \n", _PER_LINE_AFTER_WORD),
 )
 
 _SCRIPT_WEIGHTS: tuple[tuple[bytes, float], ...] = (
@@ -233,38 +268,22 @@ _ENTRY_BYTES = 100
 """The memo's own cost per entry (dict slot, int), charged beside the string."""
 
 
-def _repeated_letters(data: bytes, size: int) -> int:
-    """Count the letters equal to the two before them (C-speed, as class changes)."""
-    if size < 3:
-        return 0
-    whole = int.from_bytes(data, "little")
-    step1 = int.from_bytes(data[1:], "little") ^ (whole & ((1 << (8 * (size - 1))) - 1))
-    step2 = int.from_bytes(data[2:], "little") ^ (whole & ((1 << (8 * (size - 2))) - 1))
-    other = int.from_bytes(data[2:].translate(_NOT_LETTER), "little")
-    mixed = (step1 >> 8) | step2 | other
-    return mixed.to_bytes(size - 2, "little").count(0)
-
-
-def _unworded(data: bytes, size: int, cases: bytes) -> float:
+def _unworded(data: bytes, size: int, cases: bytes, classes: bytes, flags: _Flags) -> float:
     """Charge the letters no word is made of (see ``_PER_PATTERN_LETTER``).
 
-    ``cases`` is ``data.translate(_CASES)``. Byte flags as big integers, as
-    :func:`_repeated_letters`: no Python loop over the text.
+    ``cases`` is ``data.translate(_CASES)``, ``classes`` ``data.translate(_CLASSES)``.
+    Byte flags as big integers (see :class:`_Flags`): no Python loop over the text.
     """
     if size < _WORD_RUN:
         return 0.0
-    whole = int.from_bytes(data, "little")
-    # A byte equal to the one before (``same``), and to the two before (``tripled``).
-    before = (whole ^ (whole << 8)).to_bytes(size + 1, "little")[:size]
-    same = int.from_bytes(before.translate(_ZERO), "little")
-    tripled = same & (same << 8)
+    tripled = flags.tripled
     cost = 0.0
     for case, letters_table, consonants_table in _CASES_CONSONANTS:
         if case * _WORD_RUN not in cases:  # no run of that case to look in
             continue
         consonants = int.from_bytes(data.translate(consonants_table), "little") & ~tripled
-        letters = int.from_bytes(data.translate(letters_table), "little")
-        runs = letters & (letters >> 8)  # where _WORD_RUN letters start, by doubling
+        cased = int.from_bytes(data.translate(letters_table), "little")
+        runs = cased & (cased >> 8)  # where _WORD_RUN letters start, by doubling
         runs &= runs >> 16
         runs &= runs >> 32
         inside = runs | (runs << 8)  # every letter of those runs
@@ -275,14 +294,77 @@ def _unworded(data: bytes, size: int, cases: bytes) -> float:
         five &= (consonants >> 32) & inside
         cost += _PER_CONSONANT_RUN5 * five.bit_count()
         cost += _PER_CONSONANT_RUN6 * (five & (consonants >> 40)).bit_count()
-    letters = int.from_bytes(data.translate(_LETTERS), "little")
+    patterned = _patterned(flags, size, long=False)
+    # A longer pattern can only be where 13 letters or more are in a row: those
+    # runs alone are searched for it (with NULs between them, which no period
+    # reaches across), and charged for the letters the short patterns left.
+    if _LONG_RUN in classes:
+        spans = map(_span, _LONG_RUNS.finditer(classes))
+        long_runs = _RUN_GAP.join([data[start:end] for start, end in spans])
+        in_runs = _Flags.of(long_runs, len(long_runs))
+        patterned += _patterned(in_runs, len(long_runs), long=True)
+        patterned -= _patterned(in_runs, len(long_runs), long=False)
+    return cost + patterned
+
+
+def _patterned(flags: _Flags, size: int, *, long: bool) -> float:
+    """Charge the letters that repeat a pattern, three in a row (not a letter tripled).
+
+    A letter repeats a pattern where it equals the one two, three or four after
+    it; with ``long``, also where it equals the one five to eight after it and
+    that one the next five to eight after (a longer period must repeat twice:
+    words recur at such distances in natural text, but rarely twice in a row).
+    """
+    whole, letters = flags.whole, flags.letters
     pattern = 0
-    for period in (2, 3, 4):
+    for period in _PERIODS:
         equal = (whole ^ (whole >> (8 * period))).to_bytes(size, "little").translate(_ZERO)
         pattern |= int.from_bytes(equal, "little") & (letters >> (8 * period))
-    pattern &= letters & ~tripled
-    three = pattern & (pattern >> 8) & (pattern >> 16)
-    return cost + _PER_PATTERN_LETTER * three.bit_count()
+    for period in _LONG_PERIODS if long else ():
+        shift = 8 * period
+        equal = (whole ^ (whole >> shift)).to_bytes(size, "little").translate(_ZERO)
+        repeated = int.from_bytes(equal, "little") & (letters >> shift)
+        pattern |= repeated & (repeated >> shift)
+    pattern &= letters & ~flags.tripled
+    return _PER_PATTERN_LETTER * (pattern & (pattern >> 8) & (pattern >> 16)).bit_count()
+
+
+def _unmerged(data: bytes, size: int, classes: bytes, flags: _Flags) -> float:
+    """Charge the control characters and the punctuation that does not merge.
+
+    See ``_PER_CONTROL`` and ``_PER_PUNCTUATION_RUN``.
+    """
+    cost = _PER_CONTROL * data.translate(_CONTROL).count(1)
+    if size < 4 or b"...." not in classes:
+        return cost
+    marks = int.from_bytes(data.translate(_PUNCTUATION), "little")
+    runs = marks & (marks << 8) & (marks << 16) & (marks << 24) & ~flags.same
+    return cost + _PER_PUNCTUATION_RUN * runs.bit_count()
+
+
+class _Flags(NamedTuple):
+    """Per-byte flags of one text as big integers (one byte each, 1 where true).
+
+    Built once per text and shared by the charges above, so that none converts
+    the text again.
+    """
+
+    whole: int
+    """The text itself, little-endian."""
+    letters: int
+    """An ASCII letter."""
+    same: int
+    """Equal to the byte before (the first byte: equal to NUL)."""
+    tripled: int
+    """Equal to the two bytes before."""
+
+    @classmethod
+    def of(cls, data: bytes, size: int) -> _Flags:
+        whole = int.from_bytes(data, "little")
+        before = (whole ^ (whole << 8)).to_bytes(size + 1, "little")[:size]
+        same = int.from_bytes(before.translate(_ZERO), "little")
+        letters = int.from_bytes(data.translate(_LETTERS), "little")
+        return cls(whole, letters, same, same & (same << 8))
 
 
 def _fitted(data: bytes) -> float:
@@ -292,14 +374,18 @@ def _fitted(data: bytes) -> float:
     shifted = int.from_bytes(classes[1:], "little") ^ int.from_bytes(classes[:-1], "little")
     changes = size - 1 - shifted.to_bytes(size - 1, "little").count(0)
     cases = data.translate(_CASES)
-    repeats = _repeated_letters(data, size)
+    flags = _Flags.of(data, size)
+    # A letter equal to the two before it (a NUL is no letter, so the first two
+    # bytes never count).
+    repeats = (flags.tripled & flags.letters).bit_count()
     cost = (
         _PER_STRING
         + _PER_CLASS_CHANGE * changes
         + _PER_UPPERCASE * cases.count(b"A")
         + _PER_CASE_RISE * cases.count(b"aA")
         + _PER_REPEATED_LETTER * repeats
-        + _unworded(data, size, cases)
+        + _unworded(data, size, cases, classes, flags)
+        + _unmerged(data, size, classes, flags)
     )
     for pattern, weight in _ASCII_WEIGHTS:
         cost += weight * classes.count(pattern)

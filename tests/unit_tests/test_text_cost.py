@@ -114,14 +114,15 @@ def _ratios(kind: str, against: Callable[[dict[str, int]], int]) -> dict[str, fl
 def test_english_prose_close_to_cl100k() -> None:
     # Aim: at most 1.2x cl100k_base. Not quite met: the median is about 1.2x and the
     # worst samples (the CPython licence history, a table of versions and years, and
-    # the Zen of Python, short lines) reach about 1.3x. The estimate must also stay
+    # the Zen of Python, short lines) reach about 1.37x: a newline after a letter
+    # is charged as the token it is, which one word a line needs. The estimate must also stay
     # above every piece cut from any sample, and the few cheap counts it uses cannot
     # tell prose punctuation and digits from JSON's, so safety wins (see
     # benchmarks/token_ratios.md). These thresholds pin today's figures.
     ratios = _ratios("prose_en", lambda c: c["cl100k_base"])
     assert len(ratios) >= 6
     assert statistics.median(ratios.values()) <= 1.25, ratios
-    assert max(ratios.values()) <= 1.35, ratios
+    assert max(ratios.values()) <= 1.4, ratios
 
 
 def test_code_close_to_the_costliest_tokenizer() -> None:
@@ -357,14 +358,38 @@ _UNWORDED_ALPHABETS = [
 ]
 
 
-@pytest.mark.parametrize("pattern", ["ab", "ha", "xo", "qz", "lol", "xyz", "abcd", "AbC", "Qz"])
+@pytest.mark.parametrize(
+    "pattern",
+    ["ab", "ha", "xo", "qz", "lol", "xyz", "abcd", "AbC", "Qz", "abcde", "qwerty", "AbCdEfG", "xyzzyqwv"],
+)
 def test_repeated_letter_patterns_are_not_undercounted(pattern: str) -> None:
-    # BPE merges a pattern of two to four letters no better than its pieces:
-    # "ab" * 1000 is 1,000 tokens in every tokenizer and was estimated at 297.
-    # (Punctuation patterns, "()" * 1000, are a known undercount: see
-    # ``_PER_PATTERN_LETTER`` in tokens.estimate.)
+    # BPE merges a pattern of two to eight letters no better than its pieces:
+    # "ab" * 1000 is 1,000 tokens in every tokenizer and was estimated at 297,
+    # "abcde" * 500 is 1,000 in cl100k_base and was estimated at 366.
     for repeats in (3, 10, 100, 1000):
         _never_below_any_tokenizer(pattern * repeats, f"{pattern!r}*{repeats}")
+
+
+@given(st.text(st.sampled_from(string.ascii_letters), min_size=2, max_size=8), st.integers(3, 600))
+def test_random_letter_patterns_repeated_are_not_undercounted(pattern: str, repeats: int) -> None:
+    # Patterns the parametrized cases above did not pick. (Separated by spaces or
+    # newlines they are random words shorter than eight letters, a known
+    # undercount: see tokens.estimate.)
+    _never_below_any_tokenizer(pattern * repeats, f"{pattern!r}*{repeats}")
+
+
+_LINE_WORDS = ["cat", "dog", "main", "src", "lib", "test", "a", "ab", "AA", "README", "Makefile", "ok", "x"]
+
+
+@given(
+    st.lists(st.sampled_from(_LINE_WORDS), min_size=1, max_size=400),
+    st.sampled_from(["\n", " \n", "\n\n", "\r\n"]),
+)
+def test_one_word_a_line_is_not_undercounted(words: list[str], newline: str) -> None:
+    # A newline after a letter is a token of its own: "cat\ndog\n..." one word a
+    # line (ls -1, lists, short table cells) is two tokens a line and was
+    # estimated at 1.2.
+    _never_below_any_tokenizer(newline.join(words), f"{newline!r}.join({words[:5]}...)")
 
 
 @st.composite
@@ -406,3 +431,41 @@ def test_runs_of_random_words_are_not_undercounted(text: str) -> None:
     # their clusters are as short as natural words' and charging them would
     # charge prose.)
     _never_below_any_tokenizer(text, repr(text[:40]))
+
+
+_MARK_ALPHABETS = [
+    string.punctuation,
+    "()[]{}<>",
+    "\"'`",
+    "=+-*/%<>!&|^~",
+    "".join(map(chr, range(32))) + "\x7f",  # control characters (NUL, ESC, ...)
+    "".join(map(chr, range(32))) + string.punctuation,
+    string.punctuation + " ",
+]
+
+
+@st.composite
+def _random_marks(draw: st.DrawFn) -> str:
+    """Punctuation and control characters drawn uniformly from one alphabet, seeded.
+
+    Tool output of this kind (binary read as text, line noise, escape sequences)
+    has no merges: 1,000 random ASCII punctuation marks cost DeepSeek 697 tokens
+    and were estimated at 327, 500 random control characters cost cl100k_base 498
+    and were estimated at 270.
+    """
+    alphabet = draw(st.sampled_from(_MARK_ALPHABETS))
+    size = draw(st.integers(1, 3000))
+    rng = random.Random(draw(st.integers(0, 2**32)))
+    return "".join(rng.choice(alphabet) for _ in range(size))
+
+
+@given(_random_marks())
+def test_random_punctuation_and_control_characters_are_not_undercounted(text: str) -> None:
+    _never_below_any_tokenizer(text, repr(text[:40]))
+
+
+@pytest.mark.parametrize("pattern", ["()", "[]", "{}", "<>", "()[]", "\x00", "\x1b\x01", "\x7f"])
+def test_repeated_mark_patterns_are_not_undercounted(pattern: str) -> None:
+    # "()" * 1000 is 1,000 tokens in cl100k_base and was estimated at 640.
+    for repeats in (3, 10, 100, 1000):
+        _never_below_any_tokenizer(pattern * repeats, f"{pattern!r}*{repeats}")
