@@ -360,7 +360,21 @@ _UNWORDED_ALPHABETS = [
 
 @pytest.mark.parametrize(
     "pattern",
-    ["ab", "ha", "xo", "qz", "lol", "xyz", "abcd", "AbC", "Qz", "abcde", "qwerty", "AbCdEfG", "xyzzyqwv"],
+    [
+        "ab",
+        "ha",
+        "xo",
+        "qz",
+        "lol",
+        "xyz",
+        "abcd",
+        "AbC",
+        "Qz",
+        "abcde",
+        "qwerty",
+        "AbCdEfG",
+        "xyzzyqwv",
+    ],
 )
 def test_repeated_letter_patterns_are_not_undercounted(pattern: str) -> None:
     # BPE merges a pattern of two to eight letters no better than its pieces:
@@ -378,7 +392,21 @@ def test_random_letter_patterns_repeated_are_not_undercounted(pattern: str, repe
     _never_below_any_tokenizer(pattern * repeats, f"{pattern!r}*{repeats}")
 
 
-_LINE_WORDS = ["cat", "dog", "main", "src", "lib", "test", "a", "ab", "AA", "README", "Makefile", "ok", "x"]
+_LINE_WORDS = [
+    "cat",
+    "dog",
+    "main",
+    "src",
+    "lib",
+    "test",
+    "a",
+    "ab",
+    "AA",
+    "README",
+    "Makefile",
+    "ok",
+    "x",
+]
 
 
 @given(
