@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Generator
+from dataclasses import replace
 from typing import Literal
 
 from langchain_core.messages import BaseMessage
@@ -218,6 +219,7 @@ class PassPlanner:
             return CompressionResult(work, report, carried if report.summary_reused else None)
 
         first: int | None = None
+        note_index: int | None = None
         before_prune = work
         if self.condenser is None:
             # Hysteresis: the prune boundary and the truncation cut move only when the
@@ -228,7 +230,7 @@ class PassPlanner:
             # (see ``stages.hysteresis``): no cut (``first`` None) when what fits once
             # pruned needs none.
             base = substituted_end if report.summary_reused else where.head_end
-            work, report.prune, where, first, report.cuts = prune_at_cuts(
+            work, report.prune, where, first, report.cuts, note_index = prune_at_cuts(
                 self.pruner, work, where, base, limit, self._low_water(limit), tail, meter, standing
             )
         else:
@@ -267,7 +269,11 @@ class PassPlanner:
             where = Split.of(work, self.settings.head_count)
 
         if tokens > limit or first is not None:
-            work, report.truncate = truncate(work, where, limit, meter, first=first)
+            work, report.truncate = truncate(
+                work, where, limit, meter, first=first, index_chars=note_index
+            )
+            if report.cuts is not None and report.cuts.dropped_through is not None:
+                report.cuts = replace(report.cuts, note_index=report.truncate.note_index)
             report.stages.append("truncate")
             tokens = report.truncate.tokens_after = meter.total(work)
         report.tokens_after = tokens

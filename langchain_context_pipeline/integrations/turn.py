@@ -295,9 +295,7 @@ def sending(
     digests, own = request_digests(seed, result.messages)
     tokens = result.report.tokens_after + budget.reserved
     cuts = None if result.report.cuts is None else result.report.cuts.to_value()
-    return calibration.sending(
-        tokens, after, digests, within, None if cuts is None else (cuts[0], cuts[1]), own
-    )
+    return calibration.sending(tokens, after, digests, within, cuts, own)
 
 
 def summary_update(key: str, stored: Any, result: CompressionResult) -> dict[str, Any]:

@@ -45,6 +45,7 @@ from langchain_context_pipeline.messages.units import Split
 from langchain_context_pipeline.stages.pruner import Pruner, sum_stats
 from langchain_context_pipeline.stages.stats import PruneStats
 from langchain_context_pipeline.stages.truncate import NotePricer, note_room
+from langchain_context_pipeline.tokens.counted import CutIds, cut_ids_of
 from langchain_context_pipeline.tokens.meter import Meter
 
 __all__ = ["Compaction", "Cuts", "StandingCuts", "prune_at_cuts", "replay_cuts", "settle"]
@@ -74,19 +75,20 @@ class StandingCuts:
     """Id of the last message of the last pruned unit (``None``: nothing pruned)."""
     dropped_through: str | None = None
     """Id of the last message of the last dropped unit (``None``: nothing dropped)."""
+    note_index: int | None = None
+    """Characters of the removal note's index where the drop stands (``None``: no
+    note): carried with the cut, so that the note stays the same message while the
+    cut stands, whatever the next budgets are."""
 
     @classmethod
     def from_value(cls, value: object) -> StandingCuts | None:
-        """Read cuts from their stored form (a two-item list); anything else is none."""
-        if not isinstance(value, list | tuple) or len(value) != 2:
-            return None
-        if not all(v is None or isinstance(v, str) for v in value):
-            return None
-        return cls(value[0], value[1])
+        """Read cuts from their stored form (see :func:`cut_ids_of`); anything else is none."""
+        ids = cut_ids_of(value)
+        return None if ids is None else cls(*ids)
 
-    def to_value(self) -> list[str | None]:
-        """The JSON-ready form kept in graph state."""
-        return [self.pruned_through, self.dropped_through]
+    def to_value(self) -> CutIds:
+        """The stored form, kept in the calibration record."""
+        return self.pruned_through, self.dropped_through, self.note_index
 
     def start(self, unit_ids: Sequence[str | None]) -> Cuts:
         """The cuts as unit indices, given each unit's last message id (0: not found)."""
@@ -204,6 +206,8 @@ class Compaction(NamedTuple):
     """The index truncation drops units before (``None``: no cut)."""
     cuts: StandingCuts
     """Where the cuts stand, by message id, for the next call."""
+    note_index: int | None = None
+    """The removal note's index size to truncate with (``None``: by the budget)."""
 
 
 def prune_at_cuts(
@@ -247,6 +251,11 @@ def prune_at_cuts(
         c if new is old else meter.one(new)
         for new, old, c in zip(pruned, messages, counts, strict=True)
     ]
+    start = None if standing is None else standing.start(ends)
+    # A standing drop keeps the note it was made with (its index size), so that the
+    # note, and the prefix after it, do not change with the budget.
+    carried = standing.note_index if standing is not None and start and start.drop else None
+    index_chars = note_room(limit, 0, meter, carried)[0]
     cuts = replay_cuts(
         meter.spans(messages, units, counts),
         meter.spans(pruned, units, pruned_counts),
@@ -255,9 +264,10 @@ def prune_at_cuts(
         limit=limit,
         low_water=low_water,
         tail_budget=tail,
-        # The note is priced without building it at every step (see ``NotePricer``).
-        note=NotePricer(pruned, units, stays, note_room(limit, 0, meter)[0], meter),
-        start=None if standing is None else standing.start(ends),
+        # The note is priced without building it at every step (see ``NotePricer``),
+        # with the index size its standing cut was made with, if one stands.
+        note=NotePricer(pruned, units, stays, index_chars, meter),
+        start=start,
     )
     tail_start = units[cuts.prune][0] if cuts.prune < len(units) else len(messages)
     return Compaction(
@@ -269,4 +279,5 @@ def prune_at_cuts(
             ends[cuts.prune - 1] if cuts.prune else None,
             ends[cuts.drop - 1] if cuts.drop else None,
         ),
+        index_chars if cuts.drop else None,
     )

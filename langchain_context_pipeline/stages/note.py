@@ -34,7 +34,7 @@ from langchain_context_pipeline.stages.digest import (
 from langchain_context_pipeline.tokens.counters import message_text
 from langchain_context_pipeline.tokens.meter import Meter
 
-__all__ = ["NotePricer", "note_price", "note_room", "removal_note"]
+__all__ = ["NotePricer", "index_size", "note_price", "note_room", "removal_note"]
 
 _NOTE_CHARS = 100
 """Room for the note's first line."""
@@ -124,19 +124,29 @@ def removal_note(
     return _held(_first_line(len(dropped), span), index, index_chars, note, meter)
 
 
-def note_room(budget: int, used: int, meter: Meter) -> tuple[int, int]:
+def note_room(
+    budget: int, used: int, meter: Meter, index_chars: int | None = None
+) -> tuple[int, int]:
     """Return the removal note's index size (chars) and its price in tokens.
 
-    The note lists what it replaces in up to a twentieth of the budget, when that
-    fits beside the ``used`` tokens of what must be kept; built with ``meter``, it
-    costs no more than that price (see :func:`removal_note`).
+    The note lists what it replaces in up to a twentieth of the budget (or in the
+    given ``index_chars``: the size a conversation's standing cut was made with, so
+    that its note does not change with the budget), when that fits beside the
+    ``used`` tokens of what must be kept; built with ``meter``, it costs no more than
+    that price (see :func:`removal_note`).
     """
-    index_chars = min(budget // 20, 1000) * 4
+    if index_chars is None:
+        index_chars = index_size(budget)
     note_cost = note_price(index_chars, meter)
     if used + note_cost > budget:
         index_chars = 0
         note_cost = note_price(0, meter)
     return index_chars, note_cost
+
+
+def index_size(budget: int) -> int:
+    """Return the characters a removal note's index gets under ``budget`` (:func:`note_room`)."""
+    return min(budget // 20, 1000) * 4
 
 
 class NotePricer:

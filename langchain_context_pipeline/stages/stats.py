@@ -66,3 +66,5 @@ class TruncateStats:
     """Kept messages cut in the middle to fit."""
     tokens_after: int = 0
     """Tokens of the whole list after truncation (set by the pipeline)."""
+    note_index: int | None = None
+    """Characters the removal note's index was given (``None``: nothing dropped)."""

@@ -143,6 +143,7 @@ def _select(
     budget: int,
     meter: Meter,
     first: int | None = None,
+    index_chars: int | None = None,
 ) -> _Plan:
     n = len(messages)
     units = where.units
@@ -154,7 +155,8 @@ def _select(
 
     mandatory = [u for u in units if u[1] <= h or pinned(u)]
     used = sum(meter.span(messages, *u) for u in mandatory)
-    index_chars, note_cost = note_room(budget, used, meter)
+    carried = index_chars
+    index_chars, note_cost = note_room(budget, used, meter, carried)
     head_tools = [
         u for u in mandatory if u[1] <= h and not pinned(u) and _is_tool_unit(messages, u)
     ]
@@ -164,7 +166,7 @@ def _select(
         # middle's (oldest first), its other messages stay.
         mandatory = [u for u in mandatory if u not in head_tools]
         used = sum(meter.span(messages, *u) for u in mandatory)
-        index_chars, note_cost = note_room(budget, used, meter)
+        index_chars, note_cost = note_room(budget, used, meter, carried)
     keep: set[int] = {i for u in mandatory for i in range(*u)}
     used += note_cost
     required = set(mandatory)
@@ -260,6 +262,7 @@ def truncate(
     meter: Meter,
     *,
     first: int | None = None,
+    index_chars: int | None = None,
 ) -> tuple[list[BaseMessage], TruncateStats]:
     """Cut ``messages`` (split as ``where``) to at most ``threshold`` tokens by ``meter``.
 
@@ -268,6 +271,8 @@ def truncate(
     pipeline's cut, which moves only when the request would overflow (see
     ``_hysteresis``); when they do not fit, or without ``first``, as many newest
     units are kept as fit, from a checkpoint every quarter ``threshold``.
+    ``index_chars``: the removal note's index size (default: by the budget, see
+    :func:`note_room`); the size used is ``stats.note_index``.
 
     Returns the new list (a copy of the input when it already fits) and what was
     trimmed or shortened.
@@ -296,7 +301,7 @@ def truncate(
     out: list[BaseMessage] = list(messages)
     plan = _Plan(set(range(len(messages))), {})
     for attempt in range(8):
-        plan = _select(messages, where, budget, meter, first)
+        plan = _select(messages, where, budget, meter, first, index_chars)
         out = _assemble(messages, plan, meter)
         excess = meter.total(out) - threshold
         if excess <= 0:
@@ -323,7 +328,11 @@ def truncate(
             required=required,
             budget=threshold,
         )
-    stats = TruncateStats(trimmed=len(messages) - len(plan.keep), shortened=len(plan.shrunk))
+    stats = TruncateStats(
+        trimmed=len(messages) - len(plan.keep),
+        shortened=len(plan.shrunk),
+        note_index=plan.index_chars if len(plan.keep) < len(messages) else None,
+    )
     return out, stats
 
 

@@ -48,6 +48,7 @@ from langchain_core.messages import AIMessage, BaseMessage
 
 from langchain_context_pipeline.tokens.counted import (
     Counted,
+    CutIds,
     Span,
     counted_of,
     cut_ids_of,
@@ -121,7 +122,7 @@ class Calibration:
     """Requests the provider counted that the last request still repeats, oldest first."""
     held: int = 0
     """The budget (the counter's tokens) the last request was compressed within."""
-    cuts: tuple[str | None, str | None] | None = None
+    cuts: CutIds | None = None
     """Where the last request's cuts stood, by message id (the pipeline's
     ``report.cuts``): the next call starts from them, so its budget need not be held."""
     spans: tuple[Span, ...] = ()
@@ -272,7 +273,7 @@ class Calibration:
         after: str | None = None,
         digests: Sequence[str] | None = None,
         budget: int = 0,
-        cuts: tuple[str | None, str | None] | None = None,
+        cuts: CutIds | None = None,
         message_digests: Sequence[str] | None = None,
     ) -> Calibration:
         """Record what this call sends (counted by the pipeline's counter).

@@ -21,6 +21,7 @@ from langchain_context_pipeline.tokens.prefix import span_digest
 __all__ = [
     "SPAN_MARGIN",
     "Counted",
+    "CutIds",
     "Span",
     "counted_of",
     "cut_ids_of",
@@ -103,14 +104,22 @@ def span_of(value: Any) -> Span | None:
     return (first, digest, n, counted, reported) if n > 0 else None
 
 
-def cut_ids_of(value: Any) -> tuple[str | None, str | None] | None:
-    """Read the two message ids of carried cuts (each may be ``None``); else none."""
-    if not isinstance(value, list | tuple) or len(value) != 2:
+CutIds = tuple[str | None, str | None, int | None]
+"""Carried cuts: the last pruned and the last dropped message's ids, and the size of
+the removal note's index where the drop stands (each may be ``None``)."""
+
+
+def cut_ids_of(value: Any) -> CutIds | None:
+    """Read carried cuts (two ids, and optionally the note's index size); else none."""
+    if not isinstance(value, list | tuple) or len(value) not in (2, 3):
         return None
-    first, second = value
+    first, second = value[0], value[1]
+    index = value[2] if len(value) == 3 else None
     if not all(v is None or isinstance(v, str) for v in (first, second)):
         return None
-    return first, second
+    if index is not None and (type(index) is not int or index < 0):
+        return None
+    return first, second, index
 
 
 def span_credit(

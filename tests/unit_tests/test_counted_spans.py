@@ -80,9 +80,9 @@ def test_the_messages_a_request_adds_are_counted_at_the_reported_difference() ->
 
 def test_spans_survive_the_state_and_malformed_ones_are_dropped() -> None:
     spans = tuple(("f", f"d{i}", 2, 100 + i, 60 + i) for i in range(MAX_SPANS + 5))
-    cal = Calibration(correction=0.7, samples=3, spans=spans, cuts=("a3", None))
+    cal = Calibration(correction=0.7, samples=3, spans=spans, cuts=("a3", None, 120))
     back = Calibration.from_state(cal.to_dict())
-    assert back.spans == spans[-MAX_SPANS:] and back.cuts == ("a3", None)
+    assert back.spans == spans[-MAX_SPANS:] and back.cuts == ("a3", None, 120)
     bad = cal.to_dict()
     bad["spans"] = [["f", "d", 0, 1, 1], ["f", "d", 2, -1, 1], "x", ["f", "d", 2, 10, 6]]
     bad["cuts"] = ["a3"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
 
 import pytest
 from hypothesis import example, given
@@ -296,8 +297,40 @@ def test_the_pipeline_starts_from_the_cuts_it_is_given() -> None:
 
 
 def test_standing_cuts_read_back_from_state() -> None:
-    cuts = StandingCuts("a3", "t1")
-    assert StandingCuts.from_value(cuts.to_value()) == cuts
+    for cuts in (StandingCuts("a3", "t1"), StandingCuts("a3", "t1", 1200), StandingCuts()):
+        assert StandingCuts.from_value(cuts.to_value()) == cuts
+    # The form stored before the note's index size was carried still reads.
+    assert StandingCuts.from_value(["a3", "t1"]) == StandingCuts("a3", "t1")
     assert StandingCuts.from_value(None) is None
     assert StandingCuts.from_value(["a3"]) is None
     assert StandingCuts.from_value([1, None]) is None
+    assert StandingCuts.from_value(["a3", "t1", -1]) is None
+    assert StandingCuts.from_value(["a3", "t1", "1200"]) is None
+    assert StandingCuts.from_value(["a3", "t1", True]) is None
+
+
+def test_a_standing_drop_keeps_its_note_when_the_budget_grows() -> None:
+    # The note's index is sized by the budget; as reported usage grows the budget,
+    # the next request would get a longer index, a different note, and a cache
+    # break after the head though nothing more is dropped. The size is carried
+    # with the cut, so the note stays the same message.
+    runs = agent_run([(20, 120)] * 102)
+    pipeline = ContextPipeline(threshold=THRESHOLD, tail_budget=1500)
+    first = pipeline.compress(runs[100])
+    cuts = first.report.cuts
+    assert cuts is not None and cuts.dropped_through is not None
+    assert cuts.note_index is not None and first.report.truncate is not None
+    assert cuts.note_index == first.report.truncate.note_index
+    note = next(m for m in first.messages if m.id and m.id.startswith("context-note-"))
+    assert "entries omitted" in str(note.content)  # the index was cut to its room
+    grown = 2 * THRESHOLD
+    held = pipeline.compress(runs[101], threshold=grown, standing_cuts=cuts)
+    assert is_prefix(first.messages, held.messages)
+    assert held.report.cuts == cuts
+    # Without the carried size, the grown budget rewrites the note.
+    unsized = replace(cuts, note_index=None)
+    moved = pipeline.compress(runs[101], threshold=grown, standing_cuts=unsized)
+    assert (
+        moved.report.cuts is not None and moved.report.cuts.dropped_through == cuts.dropped_through
+    )
+    assert not is_prefix(first.messages, moved.messages)
