@@ -33,6 +33,9 @@ string:
 * punctuation that does not merge (added by hand too): control characters, and
   marks that end four marks in a row and differ from the one before ("()()",
   random marks; "----" stays free);
+* where words are short and separators dense (added by hand too): a newline after
+  a letter, a mark between a word and a space or a newline, two spaces after a
+  word, each about the token it is;
 * a per-character surcharge for each non-ASCII script group;
 * a constant of three tokens per string, and a margin of 0.6 times the square
   root of the UTF-8 length (errors on short pieces are a few tokens either way).
@@ -137,7 +140,6 @@ _PER_STRING = 3.0
 _MARGIN_PER_SQRT_BYTE = 0.6
 _PER_CLASS_CHANGE = 0.48
 _PER_UPPERCASE = 0.13
-_PER_LINE_AFTER_WORD = 1.0
 _PER_CASE_RISE = 1.94  # a lowercase then an uppercase letter: camelCase, base64
 # A letter repeated three times or more ("zzzz...", filler, padding): most letters
 # tokenize at two per token in long runs, where the letter-run count charges 0.13.
@@ -159,8 +161,9 @@ _NOT_LETTER = bytes(0 if 65 <= b <= 90 or 97 <= b <= 122 else 1 for b in range(2
 # clusters are as short as words', random base32 shorter than about 1,000
 # characters (its digits cut the letter runs; they are charged as digits), random
 # lowercase alphanumerics and mixed-case letters shorter than about 400 (by up to
-# 12% at 40 characters; measured, not changed by this charge), and patterns of
-# more than eight letters repeated.
+# 12% at 40 characters; measured, not changed by this charge), patterns of more
+# than eight letters repeated, and "&", "@" or "^" between a word and a newline
+# (no tokenizer merges them: 0.7 of the count, one word a line).
 _VOWELS = frozenset(b"aeiouyAEIOUY")
 _CASES_CONSONANTS = tuple(
     (
@@ -216,11 +219,20 @@ _ASCII_WEIGHTS: tuple[tuple[bytes, float], ...] = (
     (b"0a", 0.4),  # digit/letter boundaries: hashes, ids, versions
     (b"a0", 0.4),
     (b".a", 1.17),  # punctuation/letter boundaries: paths, identifiers, URLs
-    # A newline after a letter is a token of its own (it merges after punctuation,
-    # ".\n", and with spaces, " \n", only): one word a line, as ls -1 prints, was
-    # charged 1.2 a line for 2 (added by hand after the fit).
-    (b"a\n", _PER_LINE_AFTER_WORD),
-    (b"a \n", _PER_LINE_AFTER_WORD),
+    # Added by hand after the fit, where words are short and separators dense (each
+    # was charged about 1.5 tokens a word for 2):
+    # a newline after a letter is a token of its own (it merges after punctuation,
+    # ".\n", and with spaces, " \n", only): one word a line, as ls -1 prints;
+    (b"a\n", 1.0),
+    (b"a \n", 1.0),
+    # a mark after a word and before a space or a newline is a token of its own
+    # ("cat, dog, run": ",", " dog", ","; "x;\n");
+    (b"a. ", 0.5),
+    (b"a.\n", 0.3),
+    # two spaces or more after a word are a token before the next word's
+    # (columns aligned with spaces); after a newline they are indentation, which
+    # the code weights cover.
+    (b"a  ", 1.0),
 )
 
 _SCRIPT_WEIGHTS: tuple[tuple[bytes, float], ...] = (

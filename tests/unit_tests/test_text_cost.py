@@ -114,15 +114,16 @@ def _ratios(kind: str, against: Callable[[dict[str, int]], int]) -> dict[str, fl
 def test_english_prose_close_to_cl100k() -> None:
     # Aim: at most 1.2x cl100k_base. Not quite met: the median is about 1.2x and the
     # worst samples (the CPython licence history, a table of versions and years, and
-    # the Zen of Python, short lines) reach about 1.37x: a newline after a letter
-    # is charged as the token it is, which one word a line needs. The estimate must also stay
+    # the Zen of Python, short lines) reach about 1.4x: a newline after a letter, a
+    # comma before a space are charged as the tokens they are, which one word a line
+    # and lists of short words need. The estimate must also stay
     # above every piece cut from any sample, and the few cheap counts it uses cannot
     # tell prose punctuation and digits from JSON's, so safety wins (see
     # benchmarks/token_ratios.md). These thresholds pin today's figures.
     ratios = _ratios("prose_en", lambda c: c["cl100k_base"])
     assert len(ratios) >= 6
-    assert statistics.median(ratios.values()) <= 1.25, ratios
-    assert max(ratios.values()) <= 1.4, ratios
+    assert statistics.median(ratios.values()) <= 1.27, ratios
+    assert max(ratios.values()) <= 1.42, ratios
 
 
 def test_code_close_to_the_costliest_tokenizer() -> None:
@@ -132,10 +133,12 @@ def test_code_close_to_the_costliest_tokenizer() -> None:
     # minified JS (every digit a token), so an upper bound for all five cannot stay
     # within 1.2x of cl100k. Measured against the costliest of the five instead:
     # median about 1.3x; worst, tab-indented Go, about 1.8x (a tab costs 3 tokens
-    # here because some tool outputs really charge that much per tab).
+    # here because some tool outputs really charge that much per tab). A newline or
+    # a mark then a newline after a word are charged as the tokens they are (one
+    # word a line needs it): the median is about 1.35x.
     ratios = _ratios("code", lambda c: max(c.values()))
     assert len(ratios) >= 10
-    assert statistics.median(ratios.values()) <= 1.35, ratios
+    assert statistics.median(ratios.values()) <= 1.37, ratios
     assert max(ratios.values()) <= 1.85, ratios
 
 
@@ -392,7 +395,7 @@ def test_random_letter_patterns_repeated_are_not_undercounted(pattern: str, repe
     _never_below_any_tokenizer(pattern * repeats, f"{pattern!r}*{repeats}")
 
 
-_LINE_WORDS = [
+_SHORT_WORDS = [
     "cat",
     "dog",
     "main",
@@ -406,18 +409,43 @@ _LINE_WORDS = [
     "Makefile",
     "ok",
     "x",
+    "v2",
+]
+_SEPARATORS = [
+    "\n",
+    " \n",
+    "\n\n",
+    "\r\n",
+    "  ",
+    "   ",
+    *(
+        mark + tail
+        for mark in string.punctuation
+        for tail in (" ", "\n")
+        if mark + tail not in ("&\n", "@\n", "^\n")
+    ),
 ]
 
 
 @given(
-    st.lists(st.sampled_from(_LINE_WORDS), min_size=1, max_size=400),
-    st.sampled_from(["\n", " \n", "\n\n", "\r\n"]),
+    st.lists(
+        st.sampled_from(_SHORT_WORDS) | st.sampled_from(string.ascii_lowercase),
+        min_size=1,
+        max_size=400,
+    ),
+    st.sampled_from(_SEPARATORS),
 )
-def test_one_word_a_line_is_not_undercounted(words: list[str], newline: str) -> None:
-    # A newline after a letter is a token of its own: "cat\ndog\n..." one word a
-    # line (ls -1, lists, short table cells) is two tokens a line and was
-    # estimated at 1.2.
-    _never_below_any_tokenizer(newline.join(words), f"{newline!r}.join({words[:5]}...)")
+def test_short_words_with_dense_separators_are_not_undercounted(
+    words: list[str], separator: str
+) -> None:
+    # Words short and separators dense: one word a line (ls -1), lists ("cat, dog,
+    # run"), columns aligned with spaces. A newline after a letter, a mark between
+    # a word and a space, two spaces after a word are each a token of their own;
+    # they were charged about 1.5 tokens a word for 2 (0.65 of every tokenizer's
+    # count one word a line, 0.75 a letter a list item). (Known undercount left:
+    # "&", "@" and "^" before a newline, which no tokenizer merges: see
+    # tokens.estimate.)
+    _never_below_any_tokenizer(separator.join(words), f"{separator!r}.join({words[:5]}...)")
 
 
 @st.composite
