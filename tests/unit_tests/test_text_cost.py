@@ -525,3 +525,25 @@ def test_repeated_mark_patterns_are_not_undercounted(pattern: str) -> None:
     # "()" * 1000 is 1,000 tokens in cl100k_base and was estimated at 640.
     for repeats in (3, 10, 100, 1000):
         _never_below_any_tokenizer(pattern * repeats, f"{pattern!r}*{repeats}")
+
+
+_ASCII_LANGUAGES = {
+    # Languages written in ASCII (or without their accents): their words are not in
+    # the tokenizers' vocabularies and split into two or three tokens each, where
+    # the fitted weights (English, code, data) expect about one.
+    "romaji": "watashi wa kyou gakkou ni ikimashita, soshite tomodachi to issho ni hirugohan wo tabemashita. ",
+    "finnish": "Hyvaa huomenta, mita kuuluu? Tama on suomenkielinen lause, joka sisaltaa pitkia sanoja. ",
+    "pinyin": "wo men jin tian qu shang hai kan peng you, ran hou yi qi chi wan fan, zui hou hui jia. ",
+    "tagalog": "Magandang umaga sa inyong lahat, ako ay nagagalak na makasama kayo ngayong araw na ito. ",
+}
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="known undercount: prose of other languages written in ASCII costs 1.3-1.7x the "
+    "estimate (romaji 0.64, Finnish without accents 0.58, pinyin and Tagalog 0.74 of "
+    "cl100k_base); reported usage or token_counter='exact' covers it",
+)
+@pytest.mark.parametrize("language", sorted(_ASCII_LANGUAGES))
+def test_other_languages_in_ascii_are_not_undercounted(language: str) -> None:
+    _never_below_any_tokenizer(_ASCII_LANGUAGES[language] * 20, language)
