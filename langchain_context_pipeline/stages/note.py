@@ -34,7 +34,7 @@ from langchain_context_pipeline.stages.digest import (
 from langchain_context_pipeline.tokens.counters import message_text
 from langchain_context_pipeline.tokens.meter import Meter
 
-__all__ = ["NotePricer", "index_size", "note_price", "note_room", "removal_note"]
+__all__ = ["NotePricer", "note_price", "note_room", "removal_note"]
 
 _NOTE_CHARS = 100
 """Room for the note's first line."""
@@ -136,17 +136,12 @@ def note_room(
     that price (see :func:`removal_note`).
     """
     if index_chars is None:
-        index_chars = index_size(budget)
+        index_chars = min(budget // 20, 1000) * 4
     note_cost = note_price(index_chars, meter)
     if used + note_cost > budget:
         index_chars = 0
         note_cost = note_price(0, meter)
     return index_chars, note_cost
-
-
-def index_size(budget: int) -> int:
-    """Return the characters a removal note's index gets under ``budget`` (:func:`note_room`)."""
-    return min(budget // 20, 1000) * 4
 
 
 class NotePricer:
