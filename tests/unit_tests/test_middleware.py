@@ -289,7 +289,12 @@ def test_tail_budget_shrinks_when_system_and_tools_leave_too_little(
 ) -> None:
     mw = middleware()
     handler = Handler()
-    request = request_for(conversation(12), system="Answer briefly. " * ((THRESHOLD - TAIL) // 4))
+    # A system prompt that leaves less than the tail of the threshold, by the estimate.
+    system = SystemMessage("")
+    while estimate_tokens([system]) <= THRESHOLD - TAIL:
+        system = SystemMessage(system.content + "Answer briefly. " * 20)
+    assert estimate_tokens([system]) < THRESHOLD - TAIL // 2
+    request = request_for(conversation(12), system=system.text)
     mw.wrap_model_call(request, handler)
     assert f"tail_budget {TAIL} cut to" in caplog.text
     assert sent_tokens(handler.requests[0]) <= THRESHOLD

@@ -112,9 +112,10 @@ def _ratios(kind: str, against: Callable[[dict[str, int]], int]) -> dict[str, fl
 
 
 def test_english_prose_close_to_cl100k() -> None:
-    # Aim: at most 1.2x cl100k_base. Not quite met: the median is about 1.2x and the
-    # worst samples (the CPython licence history, a table of versions and years, and
-    # the Zen of Python, short lines) reach about 1.4x: a newline after a letter, a
+    # Aim: at most 1.2x cl100k_base. Met by the median (about 1.18x since a word
+    # every tokenizer knows is not charged as a run of letters), not by the worst
+    # samples (the CPython licence history, a table of versions and years, and the
+    # Zen of Python, short lines), about 1.33x: a newline after a letter, a
     # comma before a space are charged as the tokens they are, which one word a line
     # and lists of short words need. The estimate must also stay
     # above every piece cut from any sample, and the few cheap counts it uses cannot
@@ -122,8 +123,8 @@ def test_english_prose_close_to_cl100k() -> None:
     # benchmarks/token_ratios.md). These thresholds pin today's figures.
     ratios = _ratios("prose_en", lambda c: c["cl100k_base"])
     assert len(ratios) >= 6
-    assert statistics.median(ratios.values()) <= 1.27, ratios
-    assert max(ratios.values()) <= 1.42, ratios
+    assert statistics.median(ratios.values()) <= 1.2, ratios
+    assert max(ratios.values()) <= 1.35, ratios
 
 
 def test_code_close_to_the_costliest_tokenizer() -> None:
@@ -527,23 +528,70 @@ def test_repeated_mark_patterns_are_not_undercounted(pattern: str) -> None:
         _never_below_any_tokenizer(pattern * repeats, f"{pattern!r}*{repeats}")
 
 
-_ASCII_LANGUAGES = {
-    # Languages written in ASCII (or without their accents): their words are not in
-    # the tokenizers' vocabularies and split into two or three tokens each, where
-    # the fitted weights (English, code, data) expect about one.
-    "romaji": "watashi wa kyou gakkou ni ikimashita, soshite tomodachi to issho ni hirugohan wo tabemashita. ",
-    "finnish": "Hyvaa huomenta, mita kuuluu? Tama on suomenkielinen lause, joka sisaltaa pitkia sanoja. ",
-    "pinyin": "wo men jin tian qu shang hai kan peng you, ran hou yi qi chi wan fan, zui hou hui jia. ",
-    "tagalog": "Magandang umaga sa inyong lahat, ako ay nagagalak na makasama kayo ngayong araw na ito. ",
-}
-
-
-@pytest.mark.xfail(
-    strict=True,
-    reason="known undercount: prose of other languages written in ASCII costs 1.3-1.7x the "
-    "estimate (romaji 0.64, Finnish without accents 0.58, pinyin and Tagalog 0.74 of "
-    "cl100k_base); reported usage or token_counter='exact' covers it",
+_ASCII_LANGUAGES: dict[str, list[str]] = json.loads(
+    (Path(__file__).resolve().parent.parent / "data" / "ascii_languages.json").read_text("utf-8")
 )
+"""Sentences of 25 languages written in ASCII, or without their accents (written for the
+project): their words are not in the tokenizers' vocabularies and split into two or
+three tokens each, where the fitted weights (English, code, data) expect about one."""
+
+
 @pytest.mark.parametrize("language", sorted(_ASCII_LANGUAGES))
 def test_other_languages_in_ascii_are_not_undercounted(language: str) -> None:
-    _never_below_any_tokenizer(_ASCII_LANGUAGES[language] * 20, language)
+    # Before the charge for words no tokenizer knows, these cost up to 1.8x the
+    # estimate: Italian 1.21, Dutch 1.29, Indonesian 1.44, Swahili 1.71, romaji
+    # 1.56, Finnish without accents 1.59, Turkish without them 1.72.
+    sentences = _ASCII_LANGUAGES[language]
+    assert len(sentences) >= 1
+    for sentence in sentences:
+        for repeats in (1, 3, 20):
+            _never_below_any_tokenizer(f"{sentence} " * repeats, f"{language} x{repeats}")
+    _never_below_any_tokenizer(" ".join(sentences * 10), f"{language}, every sentence")
+
+
+_KNOWN = sorted(word.decode("ascii") for word in _text_cost._KNOWN_WORDS)
+
+
+def test_known_words_are_one_token_in_every_tokenizer() -> None:
+    # The shipped list (scripts/build_known_words.py): a stale or truncated list
+    # would credit words some tokenizer splits.
+    assert len(_KNOWN) > 20_000
+    for word in ("the", "The", "a", "I", "between", "important", "Server"):
+        assert word in _KNOWN, word
+    for word in ("ikimashita", "kuuluu", "qzv"):
+        assert word not in _KNOWN, word
+    for word in random.Random(0).sample(_KNOWN, 400):
+        for tokenizer, count in TOKENIZERS.items():
+            assert count(" " + word) == 1, (word, tokenizer)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "the new plan is good and the team will work on it " * 500,
+        "between children however important something different " * 500,
+        "a b c d e f " * 1000,
+        "I a I a " * 1000,
+    ],
+)
+def test_long_runs_of_known_words_are_not_undercounted(text: str) -> None:
+    # Each known word after a space is one token, which its two class changes
+    # charge 0.96: a long run of short words was estimated at 0.98 of its count
+    # ("a b c ..." at 0.97) before every word was charged 0.04 more.
+    _never_below_any_tokenizer(text, repr(text[:40]))
+
+
+@given(
+    st.lists(st.sampled_from(_KNOWN), min_size=1, max_size=800),
+    st.lists(st.sampled_from([" ", " ", ", ", ". ", "\n", " (", ") "]), min_size=1, max_size=3),
+    st.integers(0, 2**32),
+)
+def test_texts_of_known_words_are_not_undercounted(
+    words: list[str], separators: list[str], seed: int
+) -> None:
+    # The charge a known word's letters no longer pay as a long run: a text made
+    # only of such words (any length, any of them) still costs no more than its
+    # estimate.
+    rng = random.Random(seed)
+    text = "".join(rng.choice(separators) + word for word in words)
+    _never_below_any_tokenizer(text, repr(text[:60]))
