@@ -95,7 +95,6 @@ import unicodedata
 import zlib
 from collections.abc import Callable, Hashable
 from importlib import resources
-from itertools import filterfalse
 from typing import NamedTuple, TypeVar
 
 __all__ = ["Memo", "text_tokens"]
@@ -227,10 +226,6 @@ _PER_PUNCTUATION_RUN = 0.5
 # letters it could not tell from identifiers and keys): it is one token. Every word
 # is charged 0.04 more, so that one costs a token at least (a long run of short
 # words, "the new plan is good " * 500, was estimated at 0.98 of its count).
-_KNOWN_LIST = zlib.decompress(
-    resources.files(__package__).joinpath("_known_words.bin").read_bytes()
-)
-_KNOWN_WORDS = frozenset(_KNOWN_LIST.split(b"\n"))
 _WORD = re.compile(rb" ([A-Za-z][a-z]{0,30})(?![A-Za-z])")
 _PER_WORD = 0.04
 """Every word: its two class changes are charged 0.96, and it is one token at least."""
@@ -241,12 +236,23 @@ _PER_RUN = 0.8
 """The weight of ``b"aaaaaa"`` (each six letters of a run) in ``_ASCII_WEIGHTS``."""
 _RUN_LETTERS = 6
 _UNKNOWN_COST = tuple(
-    _PER_UNKNOWN_WORD + _PER_UNKNOWN_LETTER * max(0, size - _UNKNOWN_FREE_LETTERS)
+    _PER_WORD + _PER_UNKNOWN_WORD + _PER_UNKNOWN_LETTER * max(0, size - _UNKNOWN_FREE_LETTERS)
     for size in range(32)
 )
 """What a word not known is charged, by its length."""
-_KNOWN_CREDIT = {word: _PER_RUN * (len(word) // _RUN_LETTERS) for word in _KNOWN_WORDS}
-"""The long-run charge a known word's letters are credited, by word."""
+
+
+def _known_costs() -> dict[bytes, float]:
+    """Return what each known word is charged: its share, less its letters' long-run charge."""
+    listed = resources.files(__package__).joinpath("_known_words.bin").read_bytes()
+    return {
+        word: _PER_WORD - _PER_RUN * (len(word) // _RUN_LETTERS)
+        for word in zlib.decompress(listed).split(b"\n")
+    }
+
+
+_KNOWN_COST = _known_costs()
+"""The known words (``_known_words.bin``) and what each is charged."""
 
 # Weighted counts of patterns in the class string (non-overlapping, as bytes.count).
 _ASCII_WEIGHTS: tuple[tuple[bytes, float], ...] = (
@@ -396,17 +402,13 @@ def _unmerged(data: bytes, size: int, classes: bytes, flags: _Flags) -> float:
 
 
 def _words(data: bytes) -> float:
-    """Charge the words after a space that no tokenizer knows; credit the known ones.
+    """Charge the words after a space: the known ones by name, the others by length.
 
-    See ``_KNOWN_WORDS``. Two passes over the words found, both at C speed.
+    See ``_KNOWN_COST``. One lookup a word, at C speed.
     """
     words = _WORD.findall(data)
-    if not words:
-        return 0.0
-    credit = sum(map(_KNOWN_CREDIT.__getitem__, filter(_KNOWN_CREDIT.__contains__, words)))
-    unknown = filterfalse(_KNOWN_CREDIT.__contains__, words)
-    charged = sum(map(_UNKNOWN_COST.__getitem__, map(len, unknown)))
-    return _PER_WORD * len(words) + charged - credit
+    by_length = map(_UNKNOWN_COST.__getitem__, map(len, words))
+    return sum(map(_KNOWN_COST.get, words, by_length))
 
 
 class _Flags(NamedTuple):

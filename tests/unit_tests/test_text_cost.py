@@ -549,7 +549,7 @@ def test_other_languages_in_ascii_are_not_undercounted(language: str) -> None:
     _never_below_any_tokenizer(" ".join(sentences * 10), f"{language}, every sentence")
 
 
-_KNOWN = sorted(word.decode("ascii") for word in _text_cost._KNOWN_WORDS)
+_KNOWN = sorted(word.decode("ascii") for word in _text_cost._KNOWN_COST)
 
 
 def test_known_words_are_one_token_in_every_tokenizer() -> None:
