@@ -6,7 +6,7 @@ sync and async shells (:meth:`ContextPipeline.compress`, :meth:`~ContextPipeline
 differ only in how they answer. :class:`PassPlanner` holds the planning; the
 pipeline adds its configuration, its Runnable face and the drivers.
 
-One pass prunes once: without a summarizer, the hysteresis replay prices every
+One pass prunes once: the hysteresis replay prices every
 prune boundary from the list pruned up to the tail, and the pass keeps that
 pruning up to the boundary it settles on (see
 :meth:`~langchain_context_pipeline.stages.pruner.Pruner.prune_each`).
@@ -218,29 +218,22 @@ class PassPlanner:
             self._observe(messages, work, report, meter)
             return CompressionResult(work, report, carried if report.summary_reused else None)
 
-        first: int | None = None
-        note_index: int | None = None
         before_prune = work
+        # Hysteresis: the prune boundary and the truncation cut move only when the
+        # request would overflow with them as they stand (starting from the cuts of
+        # the conversation's last request, when given); then the oldest units are
+        # pruned down to the low-water mark (see ``stages.hysteresis``). What fits
+        # once pruned is sent as it is. Without a summarizer, truncation brings the
+        # request down to the mark only if pruning all older than the tail is not
+        # enough (``first``: where it cuts, None for no cut); with one, a summary
+        # takes the place of what truncation would drop (a summary costs a model call
+        # and its own tokens, so it is not spent while pruning is enough).
+        base = substituted_end if report.summary_reused else where.head_end
+        work, report.prune, where, first, cuts, note_index = prune_at_cuts(
+            self.pruner, work, where, base, limit, self._low_water(limit), tail, meter, standing
+        )
         if self.condenser is None:
-            # Hysteresis: the prune boundary and the truncation cut move only when the
-            # request would overflow with them as they stand (starting from the cuts
-            # of the conversation's last request, when given); then the oldest units
-            # are pruned down to the low-water mark and, only if pruning all older than
-            # the tail is not enough, truncation brings the request down to the mark
-            # (see ``stages.hysteresis``): no cut (``first`` None) when what fits once
-            # pruned needs none.
-            base = substituted_end if report.summary_reused else where.head_end
-            work, report.prune, where, first, report.cuts, note_index = prune_at_cuts(
-                self.pruner, work, where, base, limit, self._low_water(limit), tail, meter, standing
-            )
-        else:
-            # With a summarizer, the tail starts at a checkpoint every
-            # (1 - low_water) x limit tokens, and a summary is written only when pruning
-            # cannot bring the request under the limit: a summary costs a model call
-            # and its own tokens, so it is not spent to reach the low-water mark.
-            step = round((1 - self.settings.low_water) * limit)
-            where = where.with_tail(work, tail, meter, step)
-            work, report.prune = self.pruner.prune(work, where)
+            report.cuts = cuts
         tail_ids = {id(m) for m in work[where.tail_start :]}
         report.stages.append("prune")
         if meter.additive:  # only the messages the Pruner replaced are counted again
@@ -255,12 +248,13 @@ class PassPlanner:
 
         room = (
             self._summary_room(work, where, limit, meter)
-            if tokens > limit and self.condenser is not None
+            if (tokens > limit or first is not None) and self.condenser is not None
             else None
         )
         if room is not None and self.condenser is not None:
             report.condense = CondenseStats()
             work = yield from self.condenser.plan(work, where, meter, report.condense, room)
+            first = note_index = None  # the summary stands where truncation would cut
             if memory is not None and where.tail_start >= substituted_end:
                 condensed = (work, where)
             report.stages.append("condense")

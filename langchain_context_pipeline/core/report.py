@@ -73,7 +73,7 @@ class CompressionReport:
     cuts: StandingCuts | None = None
     """Where the output's pruning and truncation cuts stand, by message id; the hook
     and the middleware pass them to the next call as ``standing_cuts``. ``None`` with
-    a summarizer (its checkpoints are placed by the tail, not carried)."""
+    a summarizer (a summary changes the list the cuts stand on)."""
 
     @property
     def summarizer_calls(self) -> int:

@@ -162,15 +162,13 @@ class Split:
         """The indices at which a unit ends (valid cut points)."""
         return frozenset(end for _, end in self.units)
 
-    def with_tail(
-        self, messages: Sequence[BaseMessage], budget: int, meter: Meter, step: int = 0
-    ) -> Split:
+    def with_tail(self, messages: Sequence[BaseMessage], budget: int, meter: Meter) -> Split:
         """Return this split with the protected tail: newest whole units within ``budget``.
 
         The last unit is always in the tail, whatever its size; the tail never
         reaches into the head. The start snaps to a checkpoint (see :func:`snap_forward`)
         every half ``budget`` tokens. (The pipeline places its prune boundary by the
-        low-water mark instead: see ``_hysteresis``.)
+        low-water mark instead: see ``stages.hysteresis``.)
         """
         if not self.units:
             return replace(self, tail_start=0)
@@ -187,7 +185,7 @@ class Split:
         start = max(start, self.head_end)
         return replace(
             self,
-            tail_start=snap_forward(messages, self.units, start, max(budget // 2, step, 1), meter),
+            tail_start=snap_forward(messages, self.units, start, max(budget // 2, 1), meter),
         )
 
     def substitute(self, start: int, stop: int, kept: int) -> Split:

@@ -10,10 +10,11 @@ is the last resort: only when pruning everything older than the tail leaves the
 request over the limit does it drop the oldest turns, then down to the low-water
 mark, and never a span that costs no more than the note replacing it.
 
-The pipeline settles its cuts this way when it has no summarizer; with one, a
+The pipeline settles its cuts this way with or without a summarizer; with one, a
 summary is written only when pruning cannot bring a request under the limit (a
 summary written to reach the low-water mark would land near it, so every later
-compaction would need another).
+compaction would need another), and it takes the place of every unit older than
+the prune boundary instead of the truncation.
 
 The pipeline keeps nothing between calls that could change its output, so the cuts
 are a function of the list alone: :func:`replay_cuts` replays the conversation's growth

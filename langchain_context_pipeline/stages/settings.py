@@ -178,16 +178,15 @@ class PipelineSettings:
     """The first N messages (the task), kept verbatim when they are whole units."""
     low_water: float = DEFAULT_LOW_WATER
     """Hysteresis: the share of the threshold a truncation brings a request down to.
-    Without a summarizer, the prune boundary and the truncation cut move only when a
-    request would overflow with them as they stand; then the oldest units older than
-    the tail are pruned, down to ``low_water x threshold`` (or all of them) and, only
-    when that is not enough (truncation is the last resort: what fits once pruned
-    drops nothing), truncation drops the oldest turns down to
-    ``low_water x threshold``, so the next turns append to an unchanged
+    The prune boundary and the truncation cut move only when a request would
+    overflow with them as they stand; then the oldest units older than the tail are
+    pruned, down to ``low_water x threshold`` (or all of them) and, only when that is
+    not enough (what fits once pruned is sent as it is), truncation drops the oldest
+    turns down to ``low_water x threshold``, so the next turns append to an unchanged
     prefix that a provider's prompt cache reuses (1: truncation drops only what the
-    threshold needs). With a summarizer, the tail starts at checkpoints
-    ``(1 - low_water) x threshold`` tokens of history apart and a summary is written
-    only when pruning cannot bring the request under the threshold. Chosen by
+    threshold needs). With a summarizer, a summary takes the place of those turns
+    (and of every other unit older than the tail, pruned): it is written only when
+    pruning cannot bring the request under the threshold. Chosen by
     measurement: see ``BENCHMARKS.md``."""
     prune: PruneSettings = field(default_factory=PruneSettings)
     """The Pruner's settings."""

@@ -20,6 +20,7 @@ from langchain_context_pipeline.stages import truncate as truncate_module
 from langchain_context_pipeline.stages.note import NotePricer, note_room, removal_note
 from langchain_context_pipeline.tokens.counters import resolve_token_counter
 from langchain_context_pipeline.tokens.meter import Meter
+from tests.support.fakes import EchoSummarizer
 from tests.support.invariants import assert_pairs_kept
 from tests.support.strategies_shapes import conversations
 
@@ -289,3 +290,47 @@ def test_a_removal_note_never_costs_more_than_it_was_priced(
     units = group_units(dropped)
     pricer = NotePricer(dropped, units, [False] * len(units), index_chars, meter)
     assert pricer(len(units)) == meter.one(note)
+
+
+def reads(count: int, chars: int) -> list[BaseMessage]:
+    """The task, then ``count`` reads of ``chars`` characters each, then a short request."""
+    out: list[BaseMessage] = [
+        SystemMessage("You are a coding agent."),
+        HumanMessage("Fix it", id="t"),
+    ]
+    for i in range(count):
+        call = {"name": "read_file", "args": {"path": f"src/m{i}.py"}, "id": f"c{i}"}
+        out.append(AIMessage("", tool_calls=[call], id=f"a{i}"))
+        out.append(
+            ToolMessage(f"# m{i}\n" + "x = 1\n" * (chars // 6), tool_call_id=f"c{i}", id=f"r{i}")
+        )
+    out.append(HumanMessage("go on", id="u"))
+    return out
+
+
+@pytest.mark.parametrize("with_summarizer", [False, True])
+def test_only_the_oldest_units_are_pruned_down_to_the_low_water_mark(
+    with_summarizer: bool,
+) -> None:
+    # Five reads of about 3,000 tokens over a 13,000 limit: pruning the three oldest
+    # lands under the low-water mark (6,500), so the fourth read, older than the tail
+    # too, stays verbatim and no summary is written, with a summarizer or without.
+    # (With one, every unit older than the tail was pruned before.)
+    messages = reads(5, 12_000)
+    summarizer = EchoSummarizer(calls=[])
+    pipeline = ContextPipeline(
+        threshold=13_000,
+        tail_budget=3_500,
+        token_counter="approximate",
+        model=summarizer if with_summarizer else None,
+    )
+    result = pipeline.compress(messages)
+    assert result.report.stages == ["prune"]
+    assert summarizer.calls == []
+    out = {m.id: m for m in result.messages}
+    assert [m.id for m in result.messages] == [m.id for m in messages]
+    assert out["r0"].content != messages[3].content  # the oldest read is briefed
+    assert out["r2"].content != messages[7].content
+    assert out["r3"] is messages[9]  # the newest read older than the tail is not
+    assert out["r4"] is messages[11]  # the tail's read is not
+    assert result.report.tokens_after <= 0.5 * 13_000
