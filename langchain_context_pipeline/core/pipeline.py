@@ -202,9 +202,9 @@ class ContextPipeline(PassPlanner, MessagesRunnable):
                 :func:`~langchain_context_pipeline.stages.truncate.minimal_request`), over
                 the budget by ``report.over_budget`` tokens.
             standing_cuts: where the conversation's previous request had its cuts
-                (its ``report.cuts``): without a summarizer, the cuts move only
-                forward from there, so the previous requests' cached prefix stays
-                whatever this call's budget (the hook and the middleware pass it).
+                (its ``report.cuts``): the cuts move only forward from there, so the
+                previous requests' cached prefix stays whatever this call's budget
+                (the hook and the middleware pass it).
 
         Raises:
             BudgetError: (a ``ValueError``) with ``over_budget="raise"``, when the

@@ -163,8 +163,7 @@ class PassPlanner:
         """
         limit, tail = self._limits(report.threshold, report.reserved)
         report.limit = limit
-        if self.condenser is None:  # nothing cut, unless the hysteresis cuts below
-            report.cuts = StandingCuts()
+        report.cuts = StandingCuts()  # nothing cut, unless the hysteresis cuts below
         meter = Meter(self.token_counter)
         work = messages
         # The no-op path costs one count; with the default estimate, that count is
@@ -232,8 +231,9 @@ class PassPlanner:
         work, report.prune, where, first, cuts, note_index = prune_at_cuts(
             self.pruner, work, where, base, limit, self._low_water(limit), tail, meter, standing
         )
-        if self.condenser is None:
-            report.cuts = cuts
+        # With a summarizer only the prune cut is carried: a summary, not a standing
+        # drop, takes the place of what truncation would cut.
+        report.cuts = cuts if self.condenser is None else StandingCuts(cuts.pruned_through)
         tail_ids = {id(m) for m in work[where.tail_start :]}
         report.stages.append("prune")
         if meter.additive:  # only the messages the Pruner replaced are counted again
@@ -255,6 +255,7 @@ class PassPlanner:
             report.condense = CondenseStats()
             work = yield from self.condenser.plan(work, where, meter, report.condense, room)
             first = note_index = None  # the summary stands where truncation would cut
+            report.cuts = StandingCuts()  # what was pruned is in the summary
             if memory is not None and where.tail_start >= substituted_end:
                 condensed = (work, where)
             report.stages.append("condense")

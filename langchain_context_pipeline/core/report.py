@@ -72,8 +72,9 @@ class CompressionReport:
     less these."""
     cuts: StandingCuts | None = None
     """Where the output's pruning and truncation cuts stand, by message id; the hook
-    and the middleware pass them to the next call as ``standing_cuts``. ``None`` with
-    a summarizer (a summary changes the list the cuts stand on)."""
+    and the middleware pass them to the next call as ``standing_cuts``. With a
+    summarizer only the prune cut (a summary, not a standing drop, takes the place of
+    what truncation would cut); ``None`` when the smallest valid request was sent."""
 
     @property
     def summarizer_calls(self) -> int:

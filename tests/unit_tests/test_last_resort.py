@@ -17,6 +17,7 @@ from langchain_context_pipeline.messages.references import span_ref
 from langchain_context_pipeline.messages.units import group_units, is_system
 from langchain_context_pipeline.stages import digest as digest_module
 from langchain_context_pipeline.stages import truncate as truncate_module
+from langchain_context_pipeline.stages.hysteresis import StandingCuts
 from langchain_context_pipeline.stages.note import NotePricer, note_room, removal_note
 from langchain_context_pipeline.tokens.counters import resolve_token_counter
 from langchain_context_pipeline.tokens.meter import Meter
@@ -334,3 +335,26 @@ def test_only_the_oldest_units_are_pruned_down_to_the_low_water_mark(
     assert out["r3"] is messages[9]  # the newest read older than the tail is not
     assert out["r4"] is messages[11]  # the tail's read is not
     assert result.report.tokens_after <= 0.5 * 13_000
+    # The prune cut is carried to the next call (by the hook and the middleware).
+    assert result.report.cuts == StandingCuts("r2")
+
+
+def test_a_summary_stands_where_truncation_would_cut() -> None:
+    # Forty exchanges pruning does not shrink: the summary takes the place of what
+    # truncation would drop, and no drop cut is carried.
+    messages = reads(1, 12_000)[:-1]
+    for i in range(40):
+        messages.append(HumanMessage(f"question {i}: " + "why " * 375, id=f"q{i}"))
+        messages.append(AIMessage(f"answer {i}: " + "because " * 180, id=f"x{i}"))
+    summarizer = EchoSummarizer(calls=[])
+    pipeline = ContextPipeline(
+        threshold=13_000, tail_budget=3_500, token_counter="approximate", model=summarizer
+    )
+    result = pipeline.compress(messages)
+    assert result.report.stages == ["prune", "condense"]
+    assert len(summarizer.calls) == 1
+    assert result.report.cuts == StandingCuts()
+    assert [m.id for m in result.messages[:2]] == [None, "t"]
+    assert pipeline_kind(result.messages[2]) == "summary"
+    assert result.messages[-1] is messages[-1]
+    assert result.report.tokens_after <= 13_000
