@@ -6,10 +6,10 @@ sync and async shells (:meth:`ContextPipeline.compress`, :meth:`~ContextPipeline
 differ only in how they answer. :class:`PassPlanner` holds the planning; the
 pipeline adds its configuration, its Runnable face and the drivers.
 
-One pass prunes once: the hysteresis replay prices every
-prune boundary from the list pruned up to the tail, and the pass keeps that
-pruning up to the boundary it settles on (see
-:meth:`~langchain_context_pipeline.stages.pruner.Pruner.prune_each`).
+One pass prunes once: the hysteresis replay prices every prune boundary from the
+list pruned up to the tail, and the pass keeps that pruning up to the boundary it
+settles on (see :meth:`~langchain_context_pipeline.stages.pruner.Pruner.prune_each`);
+a summary, when one is needed, takes the place of what the replay would truncate.
 """
 
 from __future__ import annotations
