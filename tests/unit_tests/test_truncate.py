@@ -248,7 +248,7 @@ def test_a_message_nothing_can_cut_is_kept_as_the_callers_object() -> None:
         last,
     ]
     pipeline = ContextPipeline(
-        threshold=5182,
+        threshold=3800,
         tail_budget=527,
         head_count=3,
         model=DIGEST,
