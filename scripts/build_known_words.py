@@ -1,21 +1,26 @@
 """Build ``langchain_context_pipeline/tokens/_known_words.bin``: words every tokenizer knows.
 
 Run ``python scripts/build_known_words.py`` from the repository root (needs the dev
-extra, as ``build_char_costs.py`` does). A known word is a run of one to 31 ASCII
-letters, lowercase after an optional capital, that each of cl100k_base,
-o200k_base, Llama 3, Qwen 3 and DeepSeek encodes after a space as one token
-(``" the"``, ``" Server"``). A known joined word is an ASCII mark other than the
-apostrophe followed by such a run, that each of them encodes as one token
-(``"/usr"``, ``"_name"``, ``".py"``, ``"-based"``). The candidates are the tokens of
-cl100k_base's vocabulary of those shapes. The estimate charges a word after a
-space that is not among them as the two tokens or more it costs (other languages
-written in ASCII, rare and made-up words), and does not charge a known word's
-letters as a long run, nor a known joined word's mark/letter boundary where it
-starts a pre-token of its own (after a letter, a digit or a newline: paths,
-snake_case, file extensions). The file is the sorted words and joined words, one
-a line, zlib-compressed; it is read once at import by
-:mod:`langchain_context_pipeline.tokens.estimate`, which tells them apart by their
-first byte.
+extra, as ``build_char_costs.py`` does). A word is a run of one to 31 ASCII letters,
+lowercase after an optional capital. The list holds three kinds of piece, each as
+the tokenizers see it, that each of cl100k_base, o200k_base, Llama 3, Qwen 3 and
+DeepSeek encodes as one token:
+
+* a word after a space (``" the"``, ``" Server"``);
+* a joined word: an ASCII mark other than the apostrophe, then a word (``"/lib"``,
+  ``"_name"``, ``".py"``, ``"-based"``);
+* a bare word (``"name"``, ``"value"``).
+
+The candidates are the tokens of cl100k_base's vocabulary of those shapes. The
+estimate charges a word after a space that is not known as the two tokens or more
+it costs (other languages written in ASCII, rare and made-up words), and does not
+charge a known word's letters as a long run; nor, where a known joined or bare word
+is a pre-token of its own (a joined word after a letter, a digit or a newline; a
+bare word after a mark that follows a space or another mark, as JSON's ``"key"``),
+its punctuation/letter boundary in full. The file is the sorted pieces, one a line,
+zlib-compressed; it is read once at import by
+:mod:`langchain_context_pipeline.tokens.estimate`, which tells the kinds apart by
+their first byte.
 
 Run it again when a tokenizer is added to the calibration set.
 """
@@ -30,15 +35,16 @@ from build_char_costs import tokenizers
 
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "langchain_context_pipeline" / "tokens" / "_known_words.bin"
-SHAPE = re.compile(rb" [A-Za-z][a-z]{0,30}")
-"""A word as the estimate finds it (``estimate._WORD``), with its space."""
+SHAPE = re.compile(rb" ?[A-Za-z][a-z]{0,30}")
+"""A word as the estimate finds it (``estimate._WORD``, ``estimate._BARE``), with its
+space or bare."""
 JOINED_SHAPE = re.compile(rb"[!-&(-/:-@\[-`{-~][A-Za-z][a-z]{0,30}")
 """A joined word as the estimate finds it (``estimate._JOINED``): a mark, not ``'``
 (which the tokenizers split off before ``s``, ``t``, ``re``, ...), then a word."""
 
 
 def build() -> list[bytes]:
-    """Return the known words (without their space) and joined words, sorted."""
+    """Return the known pieces (words after a space, joined words, bare words), sorted."""
     import quicktok  # type: ignore[import-untyped, unused-ignore]
 
     vocabulary = quicktok.get_encoding("cl100k_base")
@@ -52,7 +58,7 @@ def build() -> list[bytes]:
             candidates.add(piece)
     counters = tokenizers()
     return sorted(
-        piece[1:] if piece[:1] == b" " else piece
+        piece
         for piece in candidates
         if all(count(piece.decode("ascii")) == 1 for count in counters)
     )
@@ -60,12 +66,13 @@ def build() -> list[bytes]:
 
 def main() -> None:
     """Write the list and say how many words it holds."""
-    words = build()
-    OUT.write_bytes(zlib.compress(b"\n".join(words), 9))
-    joined = sum(1 for word in words if not word[:1].isalpha())
+    pieces = build()
+    OUT.write_bytes(zlib.compress(b"\n".join(pieces), 9))
+    spaced = sum(1 for piece in pieces if piece[:1] == b" ")
+    bare = sum(1 for piece in pieces if piece[:1].isalpha())
     print(
-        f"wrote {OUT.relative_to(ROOT)} ({OUT.stat().st_size} bytes): "
-        f"{len(words) - joined} words, {joined} joined words"
+        f"wrote {OUT.relative_to(ROOT)} ({OUT.stat().st_size} bytes): {spaced} words "
+        f"after a space, {len(pieces) - spaced - bare} joined words, {bare} bare words"
     )
 
 

@@ -41,11 +41,12 @@ string:
   and the words every tokenizer knows, not charged as runs of letters (added by
   hand too; one regular expression finds the words, a shipped list of 29,726 tells
   the known ones);
-* the marks joined to a word that every tokenizer knows as one token (``"/lib"``,
-  ``"_name"``, ``".py"``: paths, snake_case, file extensions), where such a mark
-  starts a pre-token of its own, not charged as a punctuation/letter boundary nor
-  as a run of letters (added by hand too; a second regular expression and 3,539
-  joined words in the same list);
+* a mark joined to a word that every tokenizer knows as one token (``"/lib"``,
+  ``"_name"``, ``".py"``: paths, snake_case, file extensions) where it starts a
+  pre-token of its own, and such a word alone after a space and a mark (JSON's
+  ``"key"``), not charged as a run of letters nor, in full or in part, as a
+  punctuation/letter boundary (added by hand too; two more regular expressions,
+  and 3,539 joined and 13,808 bare words in the same list);
 * a per-character surcharge for each non-ASCII script group;
 * a constant of three tokens per string, and a margin of 0.6 times the square
   root of the UTF-8 length (errors on short pieces are a few tokens either way).
@@ -277,58 +278,73 @@ _ASCII_WEIGHTS: tuple[tuple[bytes, float], ...] = (
 )
 
 
-def _known_costs() -> tuple[dict[bytes, float], dict[bytes, float]]:
-    """Return what each known word is charged, and what each known joined word is credited.
+def _known_costs() -> tuple[dict[bytes, float], dict[bytes, float], dict[bytes, float]]:
+    """Return what each known word after a space is charged, and the credits of the others.
 
-    A word: its share, less its letters' long-run charge. A joined word (a mark
-    then a word, ``"/usr"``, ``"_name"``, ``".py"``): its mark/letter boundary and
-    its letters' long-run charge, which one token does not cost.
+    A word after a space: its share, less its letters' long-run charge. A joined
+    word (``"/lib"``): its mark/letter boundary and its letters' long-run charge. A
+    bare word (``"name"``): part of its boundary and its letters' long-run charge.
+    A known piece is one token; the long-run charge is for letters that are more.
     """
     listed = zlib.decompress(resources.files(__package__).joinpath("_known_words.bin").read_bytes())
-    words: dict[bytes, float] = {}
+    spaced: dict[bytes, float] = {}
     joined: dict[bytes, float] = {}
-    for word in listed.split(b"\n"):
-        if word[:1].isalpha():
-            words[word] = _PER_WORD - _PER_RUN * (len(word) // _RUN_LETTERS)
+    bare: dict[bytes, float] = {}
+    for piece in listed.split(b"\n"):
+        runs = _PER_RUN * (len(piece.lstrip(_MARKS + b" ")) // _RUN_LETTERS)
+        if piece[:1] == b" ":
+            spaced[piece[1:]] = _PER_WORD - runs
+        elif piece[:1].isalpha():
+            bare[piece] = _PER_BARE_BOUNDARY + runs
         else:
-            joined[word] = _PER_MARK_LETTER + _PER_RUN * ((len(word) - 1) // _RUN_LETTERS)
-    return words, joined
+            joined[piece] = _PER_MARK_LETTER + runs
+    return spaced, joined, bare
 
 
-# Joined words the tokenizers know. Paths, snake_case, file extensions, options and
-# calls ("src/rules/core.py", "self._name", "--verbose", "print(value") are words
-# joined by marks; the fitted weights charge each mark and word about two tokens
-# (two class changes, 0.96, and a punctuation/letter boundary, 1.17) where a common
-# one ("/rules", "_name", ".py") is one token in every tokenizer: tool output full
-# of paths was charged about 1.8x the costliest tokenizer. A mark followed by
+# Joined and bare words the tokenizers know. Paths, snake_case, file extensions,
+# options and calls ("src/rules/core.py", "self._name", "--verbose", "print(value")
+# are words joined by marks, and JSON's keys and values are words after a space and
+# a mark ('"id": "value", "name"'); the fitted weights charge each mark and word
+# about two tokens or more (two class changes, 0.96, and a punctuation/letter
+# boundary, 1.17) where a common one is one token in every tokenizer: tool output
+# full of paths was charged about 1.8x the costliest tokenizer. A mark followed by
 # letters starts a pre-token of its own after a letter, a digit or a newline
 # (cl100k_base and its kin split "[^\r\n\p{L}\p{N}]?\p{L}+", DeepSeek
-# "[punctuation][A-Za-z]+"), not after a space or another mark, which it joins
-# (" /", "../"), and not before more letters (ASCII or not), which extend it. So
-# there, a joined word that each calibration tokenizer encodes as one token (3,539
-# of them in ``_known_words.bin``, built by ``scripts/build_known_words.py``) is
-# credited its boundary and its letters' long-run charge: it costs its class
-# changes, 0.96, as a known word after a space does (added by hand after the fit,
-# as the known words were; on the token corpus's transcripts the estimate falls
-# about 4% nearer the costliest tokenizer, and the whole corpus still bounds all
-# five).
+# "[punctuation][A-Za-z]+"): a joined word. After a space, the mark joins it (' "',
+# one token in all five for every mark) and the word is a pre-token alone: a bare
+# word. After another mark, the marks join ("../", "((."), in as many tokens as
+# their pairs may cost, and the word is not credited. Before more letters (ASCII
+# or not), neither ends. So there, a joined word that each calibration tokenizer
+# encodes as one token (3,539 in ``_known_words.bin``, built by
+# ``scripts/build_known_words.py``) is credited its boundary and its letters'
+# long-run charge: it costs its class changes, 0.96, as a known word after a space
+# does. A known bare word (13,808) is credited its letters' long-run charge and 0.5
+# of its boundary: with the space and the mark before it, it costs three class
+# changes and the boundary's rest, 2.11, for the two tokens they are. Added by hand
+# after the fit, as the known words after a space were; on the token corpus the
+# estimate falls from 1.31x to 1.23x the costliest tokenizer on the transcripts
+# (median), 1.26x to 1.17x on JSON, 1.35x to 1.25x on code, and the whole corpus
+# still bounds all five.
 _PER_MARK_LETTER = dict(_ASCII_WEIGHTS)[b".a"]
 """The punctuation/letter boundary's weight, which a known joined word is not charged."""
-_KNOWN_COST, _JOINED_CREDIT = _known_costs()
-"""The known words (``_known_words.bin``) and what each is charged; the known joined
-words and what each is credited."""
+_PER_BARE_BOUNDARY = 0.5
+"""What a known bare word is not charged of its boundary (see above)."""
+_KNOWN_COST, _JOINED_CREDIT, _BARE_CREDIT = _known_costs()
+"""The known words after a space (``_known_words.bin``) and what each is charged;
+the known joined and bare words and what each is credited."""
 _MARK = rb"[!-&(-/:-@\[-`{-~]"
 """An ASCII mark other than the apostrophe (which tokenizers split off before ``s``)."""
 # The mark is matched first and the lookbehind checked only there (twice as fast
 # as a lookbehind tried at every byte).
-_JOINED = re.compile(
-    _MARK + rb"(?<=[A-Za-z0-9\n]" + _MARK + rb")[A-Za-z][a-z]{0,30}(?![A-Za-z\x80-\xff])"
-)
+_WORD_AFTER_MARK = rb"[A-Za-z][a-z]{0,30}(?![A-Za-z\x80-\xff])"
+_JOINED = re.compile(_MARK + rb"(?<=[A-Za-z0-9\n]" + _MARK + rb")" + _WORD_AFTER_MARK)
+_BARE = re.compile(_MARK + rb"(?<= " + _MARK + rb")(" + _WORD_AFTER_MARK + rb")")
 
 
-def _joined(data: bytes) -> float:
-    """Credit the known joined words that start a pre-token of their own."""
-    return sum(map(_JOINED_CREDIT.get, _JOINED.findall(data), repeat(0.0)))
+def _credits(data: bytes) -> float:
+    """Credit the known joined and bare words that are a pre-token of their own."""
+    joined = sum(map(_JOINED_CREDIT.get, _JOINED.findall(data), repeat(0.0)))
+    return joined + sum(map(_BARE_CREDIT.get, _BARE.findall(data), repeat(0.0)))
 
 
 _SCRIPT_WEIGHTS: tuple[tuple[bytes, float], ...] = (
@@ -505,7 +521,7 @@ def _fitted(data: bytes) -> float:
         + _unworded(data, size, cases, classes, flags)
         + _unmerged(data, size, classes, flags)
         + _words(data)
-        - _joined(data)
+        - _credits(data)
     )
     for pattern, weight in _ASCII_WEIGHTS:
         cost += weight * classes.count(pattern)
