@@ -73,9 +73,7 @@ only merges; property-tested), so the bound holds for any mixture of scripts.
 The costs of the BMP are a 64 KiB table (``_char_costs.bin``, built by
 ``scripts/build_char_costs.py``) applied by one ``str.translate`` and counted by
 ``str.count``: no Python loop, but this path costs about three times the fitted
-one (about 130 ns per character on the token corpus against 45); pure ASCII never
-takes it. Qwen
-tokenizes the NFC form, which for a few characters is longer than the text
+one; pure ASCII never takes it. Qwen tokenizes the NFC form, which for a few characters is longer than the text
 (U+0F76 is three bytes and becomes six): a string that is not NFC is charged at
 least the estimate of its NFC form.
 
@@ -85,9 +83,10 @@ string cannot change under its entry). The memo is bounded by the memory of the
 strings it holds, not by their number: a history longer than a count bound would
 be looked up in order and miss on every string (least recently used is always
 the next one asked for), so the cost per message would jump from a lookup to a
-full estimate as the history grows. Cold, the estimate costs about 45-85 ns per
-character (about 20 of them the charge for what no word is made of); over an agent
-run that re-counts the history before every turn it costs about 2x
+full estimate as the history grows. Cold, the estimate costs about 120-160 ns per
+character on the token corpus's code and transcripts (about 20 of them the charge
+for what no word is made of, about 15 the known pieces' credits); over an agent run
+that re-counts the history before every turn, with its memo, about 3x
 ``count_tokens_approximately`` (``benchmarks/token_ratios.md``).
 """
 
