@@ -73,9 +73,9 @@ only merges; property-tested), so the bound holds for any mixture of scripts.
 The costs of the BMP are a 64 KiB table (``_char_costs.bin``, built by
 ``scripts/build_char_costs.py``) applied by one ``str.translate`` and counted by
 ``str.count``: no Python loop, but this path costs about three times the fitted
-one; pure ASCII never takes it. Qwen tokenizes the NFC form, which for a few characters is longer than the text
-(U+0F76 is three bytes and becomes six): a string that is not NFC is charged at
-least the estimate of its NFC form.
+one; pure ASCII never takes it. Qwen tokenizes the NFC form, which for a few
+characters is longer than the text (U+0F76 is three bytes and becomes six): a string
+that is not NFC is charged at least the estimate of its NFC form.
 
 Agents re-count the same strings every turn, so results are memoised by the
 string's value (a ``str`` caches its own hash, so a hit costs a dict lookup, and a
