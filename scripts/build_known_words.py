@@ -19,7 +19,7 @@ is a pre-token of its own (a joined word after a letter, a digit or a newline; a
 bare word after a mark that follows a space or another mark, as JSON's ``"key"``),
 its punctuation/letter boundary in full. The file is the sorted pieces, one a line,
 zlib-compressed; it is read once at import by
-:mod:`langchain_context_pipeline.tokens.estimate`, which tells the kinds apart by
+:mod:`langchain_context_pipeline.tokens.known_words`, which tells the kinds apart by
 their first byte.
 
 Run it again when a tokenizer is added to the calibration set.
@@ -36,10 +36,10 @@ from build_char_costs import tokenizers
 ROOT = Path(__file__).resolve().parent.parent
 OUT = ROOT / "langchain_context_pipeline" / "tokens" / "_known_words.bin"
 SHAPE = re.compile(rb" ?[A-Za-z][a-z]{0,30}")
-"""A word as the estimate finds it (``estimate._WORD``, ``estimate._BARE``), with its
+"""A word as the estimate finds it (``known_words._WORD``, ``known_words._BARE``), with its
 space or bare."""
 JOINED_SHAPE = re.compile(rb"[!-&(-/:-@\[-`{-~][A-Za-z][a-z]{0,30}")
-"""A joined word as the estimate finds it (``estimate._JOINED``): a mark, not ``'``
+"""A joined word as the estimate finds it (``known_words._JOINED``): a mark, not ``'``
 (which the tokenizers split off before ``s``, ``t``, ``re``, ...), then a word."""
 
 

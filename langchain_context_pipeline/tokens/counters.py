@@ -44,7 +44,8 @@ from langchain_context_pipeline.messages.countable import (
     invalid_call_text,
 )
 from langchain_context_pipeline.tokens.encodings import text_tokenizer
-from langchain_context_pipeline.tokens.estimate import Memo, text_tokens
+from langchain_context_pipeline.tokens.estimate import text_tokens
+from langchain_context_pipeline.tokens.memo import Memo
 
 __all__ = [
     "FILE_TOKENS",

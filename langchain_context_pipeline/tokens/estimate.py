@@ -51,6 +51,11 @@ string:
 * a constant of three tokens per string, and a margin of 0.6 times the square
   root of the UTF-8 length (errors on short pieces are a few tokens either way).
 
+The charges for what no word is made of and for punctuation that does not merge
+are in :mod:`~langchain_context_pipeline.tokens.irregular`, those for the words and
+word pieces the tokenizers know in :mod:`~langchain_context_pipeline.tokens.known_words`;
+this module holds the fit and puts them together.
+
 The weights were fitted by linear programming so that the estimate is at least
 the count of each of cl100k_base, o200k_base, Llama 3, Qwen 3 and DeepSeek on
 every sample of ``tests/data/token_corpus`` and on pieces of them, while keeping
@@ -93,15 +98,13 @@ that re-counts the history before every turn, with its memo, about 3x
 from __future__ import annotations
 
 import math
-import re
-import sys
-import threading
 import unicodedata
 import zlib
-from collections.abc import Callable, Hashable
 from importlib import resources
-from itertools import repeat
-from typing import NamedTuple, TypeVar
+
+from langchain_context_pipeline.tokens.irregular import Flags, unmerged, unworded
+from langchain_context_pipeline.tokens.known_words import PER_MARK_LETTER, PER_RUN, credits, words
+from langchain_context_pipeline.tokens.memo import Memo
 
 __all__ = ["Memo", "text_tokens"]
 
@@ -155,103 +158,11 @@ _PER_CASE_RISE = 1.94  # a lowercase then an uppercase letter: camelCase, base64
 # A letter repeated three times or more ("zzzz...", filler, padding): most letters
 # tokenize at two per token in long runs, where the letter-run count charges 0.13.
 _PER_REPEATED_LETTER = 0.4
-_NOT_LETTER = bytes(0 if 65 <= b <= 90 or 97 <= b <= 122 else 1 for b in range(256))
-# What no word is made of. The fitted weights charge a run of letters as words, at
-# about five letters a token; random identifiers and keys, DNA and protein
-# sequences hold about two, and a repeated pattern of two to four letters
-# ("abab...", "hahaha") merges no better than its pieces ("ab" * 1000 is 1,000
-# tokens in every tokenizer). Charged: each five and each six consonants of one case
-# in a row inside a run of at least eight letters of that case (a letter repeated is
-# charged as such already), and each letter that repeats the one two, three or four
-# before it, three in a row; inside runs of 13 letters or more, also each letter that
-# repeats the one five to eight before it twice ("abcde" * 500 is 1,000 tokens in
-# cl100k_base and was estimated at 366). Both are near zero in natural text, whose
-# words have vowels and whose repeats are words, not pieces: on the token corpus
-# the estimate rises 0.35% on the transcripts, 0.8% on base64 and less elsewhere. Known
-# undercounts left: random words shorter than eight letters ("qzv xkw ..."), whose
-# clusters are as short as words', random base32 shorter than about 1,000
-# characters (its digits cut the letter runs; they are charged as digits), random
-# lowercase alphanumerics and mixed-case letters shorter than about 400 (by up to
-# 12% at 40 characters; measured, not changed by this charge), patterns of more
-# than eight letters repeated, and "&", "@" or "^" between a word and a newline
-# (no tokenizer merges them: 0.7 of the count, one word a line).
-_VOWELS = frozenset(b"aeiouyAEIOUY")
-_CASES_CONSONANTS = tuple(
-    (
-        bytes([low]),
-        bytes(int(low <= b <= low + 25) for b in range(256)),
-        bytes(int(low <= b <= low + 25 and b not in _VOWELS) for b in range(256)),
-    )
-    for low in (97, 65)
-)
-"""Per case (lower, upper): its letter in ``_CASES``, the tables of its letters and of
-its consonants."""
-_WORD_RUN = 8
-"""Letters of one case in a row that make a run where consonant clusters are charged."""
-_PER_CONSONANT_RUN5 = 4.0
-_PER_CONSONANT_RUN6 = 4.0
-_LETTERS = bytes(1 - flag for flag in _NOT_LETTER)
-# A letter of a repeated pattern is charged about a token with the letter-run
-# count: some pairs merge ("iy" * 500 is 500 tokens), others nowhere ("jy" * 500
-# and "IY" * 500 are 1,000 in every tokenizer).
-_PER_PATTERN_LETTER = 0.87
-_PERIODS = (2, 3, 4)
-_LONG_PERIODS = (5, 6, 7, 8)
-_LONG_RUN = b"a" * 13
-_LONG_RUNS = re.compile(_LONG_RUN + b"+")  # a literal prefix: searched as bytes.find does
-_RUN_GAP = bytes(max(_LONG_PERIODS))
-_span = re.Match.span
-_ZERO = bytes([1] + [0] * 255)
-"""Maps a zero byte to 1 and every other byte to 0 (the equal bytes of an XOR)."""
-
-# Punctuation that does not merge. The fitted weights charge punctuation by its
-# pairs, as JSON, markup and operators merge ('", "', "});", "->"); random marks
-# and control characters (binary read as text, line noise, escape sequences)
-# merge almost nowhere: 1,000 random ASCII marks cost DeepSeek 697 tokens and were
-# estimated at 327, "()" * 1000 is 1,000 tokens in cl100k_base and was estimated
-# at 640. Charged: each control character other than tab, newline and carriage
-# return, and each mark that ends four marks in a row and differs from the one
-# before it (a run of one mark, "----" or "====", merges well and stays free).
-_MARKS = b"!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~"
-_CONTROL = bytes(int((b < 32 and b not in (9, 10, 13)) or b == 127) for b in range(256))
-_PUNCTUATION = bytes(int(b in _MARKS or bool(_CONTROL[b])) for b in range(256))
-_PER_CONTROL = 0.7
-_PER_PUNCTUATION_RUN = 0.5
-
-# Words the tokenizers know. The fitted weights charge a word by its letters, at
-# about five a token, as English words cost; a word no tokenizer has in its
-# vocabulary costs two tokens or more (Italian, Dutch, Indonesian, Swahili, Tagalog,
-# romaji, pinyin, or Finnish, Turkish and Vietnamese without their accents cost
-# 1.03-1.8x the fitted estimate; " ikimashita" is four tokens in cl100k_base). A
-# word here is a run of one to 31 ASCII letters after a space, lowercase after an
-# optional capital, not followed by a letter; it is known when every calibration
-# tokenizer encodes it, with its space, as one token (``_known_words.bin``, built by
-# ``scripts/build_known_words.py``). Added by hand after the fit: each word not
-# known is charged 1.25 tokens and 0.2 a letter past the fourth; a known word's
-# letters are not charged as a long run (``b"aaaaaa"``, which the fit put there for
-# letters it could not tell from identifiers and keys): it is one token. Every word
-# is charged 0.04 more, so that one costs a token at least (a long run of short
-# words, "the new plan is good " * 500, was estimated at 0.98 of its count).
-_WORD = re.compile(rb" ([A-Za-z][a-z]{0,30})(?![A-Za-z])")
-_PER_WORD = 0.04
-"""Every word: its two class changes are charged 0.96, and it is one token at least."""
-_PER_UNKNOWN_WORD = 1.25
-_PER_UNKNOWN_LETTER = 0.2
-_UNKNOWN_FREE_LETTERS = 4
-_PER_RUN = 0.8
-"""The weight of ``b"aaaaaa"`` (each six letters of a run) in ``_ASCII_WEIGHTS``."""
-_RUN_LETTERS = 6
-_UNKNOWN_COST = tuple(
-    _PER_WORD + _PER_UNKNOWN_WORD + _PER_UNKNOWN_LETTER * max(0, size - _UNKNOWN_FREE_LETTERS)
-    for size in range(32)
-)
-"""What a word not known is charged, by its length."""
-
 
 # Weighted counts of patterns in the class string (non-overlapping, as bytes.count).
 _ASCII_WEIGHTS: tuple[tuple[bytes, float], ...] = (
     (b"0", 1.0),  # a digit
-    (b"aaaaaa", _PER_RUN),  # each six letters of a run
+    (b"aaaaaa", PER_RUN),  # each six letters of a run
     (b"\n", 0.27),
     (b"\t", 3.2),  # tab or carriage return
     (b" 0", 1.75),  # a space before a digit is a token of its own
@@ -259,7 +170,7 @@ _ASCII_WEIGHTS: tuple[tuple[bytes, float], ...] = (
     (b"  ", 0.04),  # indentation and alignment
     (b"0a", 0.4),  # digit/letter boundaries: hashes, ids, versions
     (b"a0", 0.4),
-    (b".a", 1.17),  # punctuation/letter boundaries: paths, identifiers, URLs
+    (b".a", PER_MARK_LETTER),  # punctuation/letter boundaries: paths, identifiers, URLs
     # Added by hand after the fit, where words are short and separators dense (each
     # was charged about 1.5 tokens a word for 2):
     # a newline after a letter is a token of its own (it merges after punctuation,
@@ -275,76 +186,6 @@ _ASCII_WEIGHTS: tuple[tuple[bytes, float], ...] = (
     # the code weights cover.
     (b"a  ", 1.0),
 )
-
-
-def _known_costs() -> tuple[dict[bytes, float], dict[bytes, float], dict[bytes, float]]:
-    """Return what each known word after a space is charged, and the credits of the others.
-
-    A word after a space: its share, less its letters' long-run charge. A joined
-    word (``"/lib"``): its mark/letter boundary and its letters' long-run charge. A
-    bare word (``"name"``): part of its boundary and its letters' long-run charge.
-    A known piece is one token; the long-run charge is for letters that are more.
-    """
-    listed = zlib.decompress(resources.files(__package__).joinpath("_known_words.bin").read_bytes())
-    spaced: dict[bytes, float] = {}
-    joined: dict[bytes, float] = {}
-    bare: dict[bytes, float] = {}
-    for piece in listed.split(b"\n"):
-        runs = _PER_RUN * (len(piece.lstrip(_MARKS + b" ")) // _RUN_LETTERS)
-        if piece[:1] == b" ":
-            spaced[piece[1:]] = _PER_WORD - runs
-        elif piece[:1].isalpha():
-            bare[piece] = _PER_BARE_BOUNDARY + runs
-        else:
-            joined[piece] = _PER_MARK_LETTER + runs
-    return spaced, joined, bare
-
-
-# Joined and bare words the tokenizers know. Paths, snake_case, file extensions,
-# options and calls ("src/rules/core.py", "self._name", "--verbose", "print(value")
-# are words joined by marks, and JSON's keys and values are words after a space and
-# a mark ('"id": "value", "name"'); the fitted weights charge each mark and word
-# about two tokens or more (two class changes, 0.96, and a punctuation/letter
-# boundary, 1.17) where a common one is one token in every tokenizer: tool output
-# full of paths was charged about 1.8x the costliest tokenizer. A mark followed by
-# letters starts a pre-token of its own after a letter, a digit or a newline
-# (cl100k_base and its kin split "[^\r\n\p{L}\p{N}]?\p{L}+", DeepSeek
-# "[punctuation][A-Za-z]+"): a joined word. After a space, the mark joins it (' "',
-# one token in all five for every mark) and the word is a pre-token alone: a bare
-# word. After another mark, the marks join ("../", "((."), in as many tokens as
-# their pairs may cost, and the word is not credited. Before more letters (ASCII
-# or not), neither ends. So there, a joined word that each calibration tokenizer
-# encodes as one token (3,539 in ``_known_words.bin``, built by
-# ``scripts/build_known_words.py``) is credited its boundary and its letters'
-# long-run charge: it costs its class changes, 0.96, as a known word after a space
-# does. A known bare word (13,808) is credited its letters' long-run charge and 0.5
-# of its boundary: with the space and the mark before it, it costs three class
-# changes and the boundary's rest, 2.11, for the two tokens they are. Added by hand
-# after the fit, as the known words after a space were; on the token corpus the
-# estimate falls from 1.31x to 1.23x the costliest tokenizer on the transcripts
-# (median), 1.26x to 1.17x on JSON, 1.35x to 1.25x on code, and the whole corpus
-# still bounds all five.
-_PER_MARK_LETTER = dict(_ASCII_WEIGHTS)[b".a"]
-"""The punctuation/letter boundary's weight, which a known joined word is not charged."""
-_PER_BARE_BOUNDARY = 0.5
-"""What a known bare word is not charged of its boundary (see above)."""
-_KNOWN_COST, _JOINED_CREDIT, _BARE_CREDIT = _known_costs()
-"""The known words after a space (``_known_words.bin``) and what each is charged;
-the known joined and bare words and what each is credited."""
-_MARK = rb"[!-&(-/:-@\[-`{-~]"
-"""An ASCII mark other than the apostrophe (which tokenizers split off before ``s``)."""
-# The mark is matched first and the lookbehind checked only there (twice as fast
-# as a lookbehind tried at every byte).
-_WORD_AFTER_MARK = rb"[A-Za-z][a-z]{0,30}(?![A-Za-z\x80-\xff])"
-_JOINED = re.compile(_MARK + rb"(?<=[A-Za-z0-9\n]" + _MARK + rb")" + _WORD_AFTER_MARK)
-_BARE = re.compile(_MARK + rb"(?<= " + _MARK + rb")(" + _WORD_AFTER_MARK + rb")")
-
-
-def _credits(data: bytes) -> float:
-    """Credit the known joined and bare words that are a pre-token of their own."""
-    joined = sum(map(_JOINED_CREDIT.get, _JOINED.findall(data), repeat(0.0)))
-    return joined + sum(map(_BARE_CREDIT.get, _BARE.findall(data), repeat(0.0)))
-
 
 _SCRIPT_WEIGHTS: tuple[tuple[bytes, float], ...] = (
     (b"L", 1.0),
@@ -387,117 +228,6 @@ _MEMO_BYTES = 32 * 1024 * 1024
 Half of it is the young generation. A history whose distinct strings fit in that
 half is counted from the memo on every call, however many messages it has (a
 10,000-message agent history of about 12 million characters does)."""
-_ENTRY_BYTES = 100
-"""The memo's own cost per entry (dict slot, int), charged beside the string."""
-
-
-def _unworded(data: bytes, size: int, cases: bytes, classes: bytes, flags: _Flags) -> float:
-    """Charge the letters no word is made of (see ``_PER_PATTERN_LETTER``).
-
-    ``cases`` is ``data.translate(_CASES)``, ``classes`` ``data.translate(_CLASSES)``.
-    Byte flags as big integers (see :class:`_Flags`): no Python loop over the text.
-    """
-    if size < _WORD_RUN:
-        return 0.0
-    tripled = flags.tripled
-    cost = 0.0
-    for case, letters_table, consonants_table in _CASES_CONSONANTS:
-        if case * _WORD_RUN not in cases:  # no run of that case to look in
-            continue
-        consonants = int.from_bytes(data.translate(consonants_table), "little") & ~tripled
-        cased = int.from_bytes(data.translate(letters_table), "little")
-        runs = cased & (cased >> 8)  # where _WORD_RUN letters start, by doubling
-        runs &= runs >> 16
-        runs &= runs >> 32
-        inside = runs | (runs << 8)  # every letter of those runs
-        inside |= inside << 16
-        inside |= inside << 32
-        five = consonants & (consonants >> 8)
-        five &= five >> 16
-        five &= (consonants >> 32) & inside
-        cost += _PER_CONSONANT_RUN5 * five.bit_count()
-        cost += _PER_CONSONANT_RUN6 * (five & (consonants >> 40)).bit_count()
-    patterned = _patterned(flags, size, long=False)
-    # A longer pattern can only be where 13 letters or more are in a row: those
-    # runs alone are searched for it (with NULs between them, which no period
-    # reaches across), and charged for the letters the short patterns left.
-    if _LONG_RUN in classes:
-        spans = map(_span, _LONG_RUNS.finditer(classes))
-        long_runs = _RUN_GAP.join([data[start:end] for start, end in spans])
-        in_runs = _Flags.of(long_runs, len(long_runs))
-        patterned += _patterned(in_runs, len(long_runs), long=True)
-        patterned -= _patterned(in_runs, len(long_runs), long=False)
-    return cost + patterned
-
-
-def _patterned(flags: _Flags, size: int, *, long: bool) -> float:
-    """Charge the letters that repeat a pattern, three in a row (not a letter tripled).
-
-    A letter repeats a pattern where it equals the one two, three or four after
-    it; with ``long``, also where it equals the one five to eight after it and
-    that one the next five to eight after (a longer period must repeat twice:
-    words recur at such distances in natural text, but rarely twice in a row).
-    """
-    whole, letters = flags.whole, flags.letters
-    pattern = 0
-    for period in _PERIODS:
-        equal = (whole ^ (whole >> (8 * period))).to_bytes(size, "little").translate(_ZERO)
-        pattern |= int.from_bytes(equal, "little") & (letters >> (8 * period))
-    for period in _LONG_PERIODS if long else ():
-        shift = 8 * period
-        equal = (whole ^ (whole >> shift)).to_bytes(size, "little").translate(_ZERO)
-        repeated = int.from_bytes(equal, "little") & (letters >> shift)
-        pattern |= repeated & (repeated >> shift)
-    pattern &= letters & ~flags.tripled
-    return _PER_PATTERN_LETTER * (pattern & (pattern >> 8) & (pattern >> 16)).bit_count()
-
-
-def _unmerged(data: bytes, size: int, classes: bytes, flags: _Flags) -> float:
-    """Charge the control characters and the punctuation that does not merge.
-
-    See ``_PER_CONTROL`` and ``_PER_PUNCTUATION_RUN``.
-    """
-    cost = _PER_CONTROL * data.translate(_CONTROL).count(1)
-    if size < 4 or b"...." not in classes:
-        return cost
-    marks = int.from_bytes(data.translate(_PUNCTUATION), "little")
-    runs = marks & (marks << 8) & (marks << 16) & (marks << 24) & ~flags.same
-    return cost + _PER_PUNCTUATION_RUN * runs.bit_count()
-
-
-def _words(data: bytes) -> float:
-    """Charge the words after a space: the known ones by name, the others by length.
-
-    See ``_KNOWN_COST``. One lookup a word, at C speed.
-    """
-    words = _WORD.findall(data)
-    by_length = map(_UNKNOWN_COST.__getitem__, map(len, words))
-    return sum(map(_KNOWN_COST.get, words, by_length))
-
-
-class _Flags(NamedTuple):
-    """Per-byte flags of one text as big integers (one byte each, 1 where true).
-
-    Built once per text and shared by the charges above, so that none converts
-    the text again.
-    """
-
-    whole: int
-    """The text itself, little-endian."""
-    letters: int
-    """An ASCII letter."""
-    same: int
-    """Equal to the byte before (the first byte: equal to NUL)."""
-    tripled: int
-    """Equal to the two bytes before."""
-
-    @classmethod
-    def of(cls, data: bytes, size: int) -> _Flags:
-        whole = int.from_bytes(data, "little")
-        before = (whole ^ (whole << 8)).to_bytes(size + 1, "little")[:size]
-        same = int.from_bytes(before.translate(_ZERO), "little")
-        letters = int.from_bytes(data.translate(_LETTERS), "little")
-        return cls(whole, letters, same, same & (same << 8))
 
 
 def _fitted(data: bytes) -> float:
@@ -507,7 +237,7 @@ def _fitted(data: bytes) -> float:
     shifted = int.from_bytes(classes[1:], "little") ^ int.from_bytes(classes[:-1], "little")
     changes = size - 1 - shifted.to_bytes(size - 1, "little").count(0)
     cases = data.translate(_CASES)
-    flags = _Flags.of(data, size)
+    flags = Flags.of(data, size)
     # A letter equal to the two before it (a NUL is no letter, so the first two
     # bytes never count).
     repeats = (flags.tripled & flags.letters).bit_count()
@@ -517,10 +247,10 @@ def _fitted(data: bytes) -> float:
         + _PER_UPPERCASE * cases.count(b"A")
         + _PER_CASE_RISE * cases.count(b"aA")
         + _PER_REPEATED_LETTER * repeats
-        + _unworded(data, size, cases, classes, flags)
-        + _unmerged(data, size, classes, flags)
-        + _words(data)
-        - _credits(data)
+        + unworded(data, size, cases, classes, flags)
+        + unmerged(data, size, classes, flags)
+        + words(data)
+        - credits(data)
     )
     for pattern, weight in _ASCII_WEIGHTS:
         cost += weight * classes.count(pattern)
@@ -569,71 +299,6 @@ def _estimate(text: str) -> int:
         # and becomes six, U+1D160 four bytes and becomes twelve): bound it too.
         tokens = max(tokens, _estimate(unicodedata.normalize("NFC", text)))
     return tokens
-
-
-_Key = TypeVar("_Key", bound=Hashable)
-
-
-class Memo(dict[_Key, int]):
-    """Estimates by key (a string), bounded in bytes: two generations of plain dicts.
-
-    The memo itself is the young generation, so a hit is one C-level dict lookup
-    (``memo[text]``; :meth:`__missing__` runs only on a miss). New entries go to the
-    young generation; when it holds half the budget it becomes the old one (and the
-    previous old one is dropped). A miss that finds its string in the old generation
-    moves it back to the young one, so every string asked for again within half the
-    budget stays, without reordering anything on a hit (unlike an LRU list).
-    Thread-safe: hits read a dict; misses update the generations under a lock.
-    """
-
-    def __init__(
-        self,
-        estimate: Callable[[_Key], int],
-        budget: int,
-        sizeof: Callable[[_Key], int] = sys.getsizeof,
-    ) -> None:
-        """Memoise ``estimate`` in at most ``budget`` bytes (keys as ``sizeof`` sizes them).
-
-        A key must determine the estimate: equal keys, equal estimates.
-        """
-        super().__init__()
-        self._estimate = estimate
-        self._sizeof = sizeof
-        self._half = budget // 2
-        self._old: dict[_Key, int] = {}
-        self._young_bytes = 0
-        self._lock = threading.Lock()
-
-    def __missing__(self, key: _Key) -> int:
-        """Find ``key`` in the old generation or estimate it; remember it as young."""
-        tokens = self._old.get(key)
-        if tokens is None:
-            tokens = self._estimate(key)
-        size = self._sizeof(key) + _ENTRY_BYTES
-        if size > self._half:
-            return tokens  # larger than a generation: never held
-        with self._lock:
-            if key not in self:
-                self._old.pop(key, None)
-                if self._young_bytes + size > self._half:
-                    self._old = dict(self)
-                    self.clear()
-                    self._young_bytes = 0
-                self[key] = tokens
-                self._young_bytes += size
-        return tokens
-
-    def cache_clear(self) -> None:
-        """Forget every estimate."""
-        with self._lock:
-            self.clear()
-            self._old = {}
-            self._young_bytes = 0
-
-    @property
-    def held(self) -> int:
-        """Return how many keys are held (both generations)."""
-        return len(self) + len(self._old)
 
 
 _estimate_memo: Memo[str] = Memo(_estimate, _MEMO_BYTES)

@@ -25,6 +25,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from langchain_context_pipeline.tokens import estimate as _text_cost
+from langchain_context_pipeline.tokens import known_words
 from langchain_context_pipeline.tokens.estimate import text_tokens
 
 CORPUS = Path(__file__).resolve().parent.parent / "data" / "token_corpus"
@@ -551,7 +552,7 @@ def test_other_languages_in_ascii_are_not_undercounted(language: str) -> None:
     _never_below_any_tokenizer(" ".join(sentences * 10), f"{language}, every sentence")
 
 
-_KNOWN = sorted(word.decode("ascii") for word in _text_cost._KNOWN_COST)
+_KNOWN = sorted(word.decode("ascii") for word in known_words._KNOWN_COST)
 
 
 def test_known_words_are_one_token_in_every_tokenizer() -> None:
@@ -599,7 +600,7 @@ def test_texts_of_known_words_are_not_undercounted(
     _never_below_any_tokenizer(text, repr(text[:60]))
 
 
-_JOINED = sorted(word.decode("ascii") for word in _text_cost._JOINED_CREDIT)
+_JOINED = sorted(word.decode("ascii") for word in known_words._JOINED_CREDIT)
 
 
 def test_known_joined_words_are_one_token_in_every_tokenizer() -> None:
@@ -630,7 +631,7 @@ def test_paths_are_not_overcharged_much() -> None:
     assert costliest <= text_tokens(text) <= 1.3 * costliest, (text_tokens(text), costliest)
 
 
-_BARE = sorted(word.decode("ascii") for word in _text_cost._BARE_CREDIT)
+_BARE = sorted(word.decode("ascii") for word in known_words._BARE_CREDIT)
 
 
 def test_known_bare_words_are_one_token_in_every_tokenizer() -> None:

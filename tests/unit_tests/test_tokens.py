@@ -23,7 +23,8 @@ from langchain_context_pipeline.tokens.counters import (
     reset_counting_model,
     text_counter,
 )
-from langchain_context_pipeline.tokens.estimate import Memo, text_tokens
+from langchain_context_pipeline.tokens.estimate import text_tokens
+from langchain_context_pipeline.tokens.memo import Memo
 
 
 def test_text_estimate_plus_four_per_message() -> None:
