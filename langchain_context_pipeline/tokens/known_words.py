@@ -124,6 +124,6 @@ def words(data: bytes) -> float:
 
     See ``_KNOWN_COST``. One lookup a word, at C speed.
     """
-    words = _WORD.findall(data)
-    by_length = map(_UNKNOWN_COST.__getitem__, map(len, words))
-    return sum(map(_KNOWN_COST.get, words, by_length))
+    found = _WORD.findall(data)
+    by_length = map(_UNKNOWN_COST.__getitem__, map(len, found))
+    return sum(map(_KNOWN_COST.get, found, by_length))
