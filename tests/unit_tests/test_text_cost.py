@@ -138,8 +138,8 @@ def test_code_close_to_the_costliest_tokenizer() -> None:
     # here because some tool outputs really charge that much per tab). A newline or
     # a mark then a newline after a word are charged as the tokens they are (one
     # word a line needs it): the median was about 1.35x. A known joined word
-    # ("self._name", ".py", "/rules") is charged as the one token it is: about 1.26x
-    # (worst 1.74x).
+    # ("self._name", ".py", "/rules") is charged as the one token it is: about 1.25x
+    # (worst 1.73x).
     ratios = _ratios("code", lambda c: max(c.values()))
     assert len(ratios) >= 10
     assert statistics.median(ratios.values()) <= 1.3, ratios
