@@ -601,19 +601,36 @@ def test_texts_of_known_words_are_not_undercounted(
 
 
 _JOINED = sorted(word.decode("ascii") for word in known_words._JOINED_CREDIT)
+_BARE = sorted(word.decode("ascii") for word in known_words._BARE_CREDIT)
 
 
-def test_known_joined_words_are_one_token_in_every_tokenizer() -> None:
-    # The shipped list (scripts/build_known_words.py): a stale or truncated list
-    # would credit joined words some tokenizer splits.
-    assert len(_JOINED) > 3_000
-    for word in ("/lib", "_name", ".py", "-based", "(self", ".get"):
-        assert word in _JOINED, word
-    for word in ("'s", " the", "/sqlfluff", "_qzv", "/usr"):
-        assert word not in _JOINED, word
-    for word in random.Random(0).sample(_JOINED, 400):
+@pytest.mark.parametrize(
+    ("pieces", "least", "present", "absent"),
+    [
+        (
+            _JOINED,
+            3_000,
+            ("/lib", "_name", ".py", "-based", "(self", ".get"),
+            ("'s", " the", "/sqlfluff", "_qzv", "/usr"),
+        ),
+        (_BARE, 10_000, ("name", "value", "origin", "Server", "id"), ("qzv", "ikimashita", "/lib")),
+    ],
+    ids=["joined", "bare"],
+)
+def test_known_pieces_are_one_token_in_every_tokenizer(
+    pieces: list[str], least: int, present: tuple[str, ...], absent: tuple[str, ...]
+) -> None:
+    # The shipped list (scripts/build_known_words.py), its joined words (a mark then
+    # a word) and its bare words (a word with nothing before it): a stale or
+    # truncated list would credit pieces some tokenizer splits.
+    assert len(pieces) > least
+    for piece in present:
+        assert piece in pieces, piece
+    for piece in absent:
+        assert piece not in pieces, piece
+    for piece in random.Random(0).sample(pieces, 400):
         for tokenizer, count in TOKENIZERS.items():
-            assert count(word) == 1, (word, tokenizer)
+            assert count(piece) == 1, (piece, tokenizer)
 
 
 def test_paths_are_not_overcharged_much() -> None:
@@ -631,23 +648,8 @@ def test_paths_are_not_overcharged_much() -> None:
     assert costliest <= text_tokens(text) <= 1.3 * costliest, (text_tokens(text), costliest)
 
 
-_BARE = sorted(word.decode("ascii") for word in known_words._BARE_CREDIT)
-
-
-def test_known_bare_words_are_one_token_in_every_tokenizer() -> None:
-    # The same list's bare words: one token with nothing before them.
-    assert len(_BARE) > 10_000
-    for word in ("name", "value", "origin", "Server", "id"):
-        assert word in _BARE, word
-    for word in ("qzv", "ikimashita", "/lib"):
-        assert word not in _BARE, word
-    for word in random.Random(0).sample(_BARE, 400):
-        for tokenizer, count in TOKENIZERS.items():
-            assert count(word) == 1, (word, tokenizer)
-
-
 def test_json_of_known_words_is_not_overcharged_much() -> None:
-    # JSON's keys and values after '{"' and ' "' were charged about two tokens and
+    # JSON's keys and values after ' "' were charged about two tokens and
     # a quarter each for the one they are (1.26x the costliest tokenizer on the
     # corpus's JSON): a known bare word there is credited its long-run charge and
     # part of its boundary.
