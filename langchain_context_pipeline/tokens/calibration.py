@@ -53,11 +53,14 @@ from langchain_context_pipeline.tokens.counted import (
     counted_of,
     cut_ids_of,
     model_identity,
+    pending_of,
     reply_identity,
     same_model,
     span_credit,
     span_of,
+    stored_list,
 )
+from langchain_context_pipeline.tokens.overflow import OVERFLOW_TIGHTENING, shrink_factor
 from langchain_context_pipeline.tokens.prefix import (
     prefix_digests,
     request_overhead,
@@ -70,6 +73,7 @@ __all__ = [
     "CALIBRATION_STATE_KEY",
     "MAX_CORRECTION",
     "MIN_CORRECTION",
+    "OVERFLOW_TIGHTENING",
     "Calibration",
     "model_identity",
     "prefix_digests",
@@ -89,8 +93,6 @@ SAFETY_MARGIN = 1.03
 """Applied on top of the measured ratio: requests differ a little in their mix."""
 MAX_DECREASE = 0.03
 """The most one reply lowers the correction by, once it has been measured."""
-OVERFLOW_TIGHTENING = 1.25
-"""The correction grows by this factor after a context-length error that reports no sizes."""
 MAX_COUNTED = 16
 """How many counted requests a record keeps (the newest): each may be the next prefix."""
 MAX_SPANS = 128
@@ -146,29 +148,17 @@ class Calibration:
         after = value.get("after")
         if not math.isfinite(correction) or not MIN_CORRECTION <= correction <= MAX_CORRECTION:
             return cls()
-        pending = counted_of([*value["pending"], 0, 0]) if _pair(value.get("pending")) else None
-        entries = value.get("counted")
-        counted = tuple(
-            c
-            for c in (counted_of(e) for e in (entries if isinstance(entries, list) else ()))
-            if c is not None
-        )
         held = value.get("held", 0)
-        spans = value.get("spans")
         return cls(
             correction,
             max(sent, 0),
             after if isinstance(after, str) else None,
             samples,
-            None if pending is None else (pending[0], pending[1]),
-            counted[-MAX_COUNTED:],
+            pending_of(value.get("pending")),
+            stored_list(counted_of, value.get("counted"), MAX_COUNTED),
             held if isinstance(held, int) and not isinstance(held, bool) and held > 0 else 0,
             cut_ids_of(value.get("cuts")),
-            tuple(
-                sp
-                for sp in (span_of(e) for e in (spans if isinstance(spans, list) else ()))
-                if sp is not None
-            )[-MAX_SPANS:],
+            stored_list(span_of, value.get("spans"), MAX_SPANS),
             span_of(value.get("pending_span")),
         )
 
@@ -383,7 +373,9 @@ class Calibration:
         """
         return replace(
             self,
-            correction=min(self._unseen * _shrink(requested, window), MAX_CORRECTION),
+            correction=min(
+                self._unseen * shrink_factor(requested, window, SAFETY_MARGIN), MAX_CORRECTION
+            ),
         )
 
     def retry_budget(self, threshold: int, requested: int | None, window: int | None) -> int:
@@ -401,20 +393,7 @@ class Calibration:
         """
         budget = self.after_overflow(requested, window).budget(threshold)
         if self.sent > 0:
-            budget = min(budget, math.floor(self.sent / _shrink(requested, window)))
+            budget = min(
+                budget, math.floor(self.sent / shrink_factor(requested, window, SAFETY_MARGIN))
+            )
         return max(1, budget)
-
-
-def _pair(value: Any) -> bool:
-    return isinstance(value, list | tuple) and len(value) == 2
-
-
-def _shrink(requested: int | None, window: int | None) -> float:
-    """The factor a rejected request must shrink by: its overshoot, or a fixed step.
-
-    Sizes that do not show an overshoot (a request within the window, rejected for
-    the room the reply needs) say nothing of how far to go: the fixed step applies.
-    """
-    if requested and window and requested > window:
-        return requested / window * SAFETY_MARGIN
-    return OVERFLOW_TIGHTENING

@@ -11,8 +11,8 @@ when it comes from the agent's own model (:func:`same_model`).
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from typing import Any, TypeVar
 
 from langchain_core.messages import BaseMessage
 
@@ -26,10 +26,12 @@ __all__ = [
     "counted_of",
     "cut_ids_of",
     "model_identity",
+    "pending_of",
     "reply_identity",
     "same_model",
     "span_credit",
     "span_of",
+    "stored_list",
 ]
 
 SPAN_MARGIN = 1.01
@@ -102,6 +104,23 @@ def span_of(value: Any) -> Span | None:
     if not (isinstance(first, str) and isinstance(digest, str) and _naturals(n, counted, reported)):
         return None
     return (first, digest, n, counted, reported) if n > 0 else None
+
+
+def pending_of(value: Any) -> tuple[int, str] | None:
+    """Read the request awaiting a count (messages, digest) from its stored form; else none."""
+    if not isinstance(value, list | tuple) or len(value) != 2:
+        return None
+    found = counted_of([*value, 0, 0])
+    return None if found is None else (found[0], found[1])
+
+
+_T = TypeVar("_T")
+
+
+def stored_list(read: Callable[[Any], _T | None], value: Any, keep: int) -> tuple[_T, ...]:
+    """Read a stored list with ``read``: its newest ``keep`` readable entries, oldest first."""
+    entries = value if isinstance(value, list) else ()
+    return tuple(entry for entry in map(read, entries) if entry is not None)[-keep:]
 
 
 CutIds = tuple[str | None, str | None, int | None]

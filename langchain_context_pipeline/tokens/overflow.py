@@ -5,7 +5,10 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-__all__ = ["Overflow", "overflow_of"]
+__all__ = ["OVERFLOW_TIGHTENING", "Overflow", "overflow_of", "shrink_factor"]
+
+OVERFLOW_TIGHTENING = 1.25
+"""How far a request is shrunk after a context-length error that reports no sizes."""
 
 _MARKERS = (
     "context_length_exceeded",
@@ -60,3 +63,16 @@ def overflow_of(error: BaseException) -> Overflow | None:
         if found:
             return Overflow(int(found.group(window)), int(found.group(requested)))
     return Overflow()
+
+
+def shrink_factor(requested: int | None, window: int | None, margin: float) -> float:
+    """Return the factor a rejected request must shrink by: its overshoot, or a fixed step.
+
+    The overshoot ``requested / window`` (times ``margin``) when the error said both
+    and the request was over; sizes that do not show an overshoot (a request within
+    the window, rejected for the room the reply needs) say nothing of how far to go,
+    so :data:`OVERFLOW_TIGHTENING` applies.
+    """
+    if requested and window and requested > window:
+        return requested / window * margin
+    return OVERFLOW_TIGHTENING

@@ -857,3 +857,5 @@ def test_the_record_round_trips_through_state_and_drops_malformed_entries() -> N
     assert Calibration.from_state(record.to_dict()) == record
     broken = {**record.to_dict(), "counted": [[1, "x", -5, 4], "junk", [1, 2, 3, 4]]}
     assert Calibration.from_state(broken).counted == ()
+    for pending in ([3], [3, 5], [-1, "abc"], "ab", None):
+        assert Calibration.from_state({**record.to_dict(), "pending": pending}).pending is None
