@@ -66,7 +66,11 @@ class Result:
 
 @dataclass(frozen=True, slots=True)
 class Anatomy:
-    """What one message holds, read once (see :func:`read`)."""
+    """What one message holds, read once.
+
+    Built by :func:`build`; remembered per message by
+    :func:`~langchain_context_pipeline.messages.anatomy.read`.
+    """
 
     texts: tuple[tuple[int | None, str], ...]
     """The message's text: ``(block position, text)``; string content is position None."""
@@ -117,7 +121,8 @@ class Anatomy:
         ``additional_kwargs`` carries; invalid tool calls name none. Built once: one
         anatomy gives the very same dict and ``(name, args)`` tuples every time (do
         not change them), so an entry identical to one taken earlier is the same
-        call, unchanged while :func:`read` gives this anatomy back.
+        call, unchanged while :func:`~langchain_context_pipeline.messages.anatomy.read`
+        gives this anatomy back.
         """
         found = self._index
         if found is None:

@@ -110,8 +110,8 @@ def pending_of(value: Any) -> tuple[int, str] | None:
     """Read the request awaiting a count (messages, digest) from its stored form; else none."""
     if not isinstance(value, list | tuple) or len(value) != 2:
         return None
-    found = counted_of([*value, 0, 0])
-    return None if found is None else (found[0], found[1])
+    n, digest = value
+    return (n, digest) if _naturals(n) and isinstance(digest, str) else None
 
 
 _T = TypeVar("_T")
