@@ -10,7 +10,11 @@ The same list is handed to each operation:
   include_system=True, token_counter=count_tokens_approximately)``;
 - ours, no-op path: ``ContextPipeline(threshold=<above the total>).compress``;
 - ours, prune path: ``ContextPipeline(threshold=<total - 1>, tail_budget=8000)``,
-  where pruning alone gets under the threshold (checked).
+  where pruning alone gets under the threshold (checked): warm (called again on the
+  same list), cold (its Pruner's memo emptied first), and fresh (each call on a new
+  copy of the history read back from JSON, as a checkpointer gives it back at the
+  start of a turn: every message, and every string in it, a new object, so no memo
+  keyed by a message's identity hits).
 
 Sizes and operations are timed round-robin, each size's repeats spread over the whole
 run (so load from elsewhere hits every figure alike), after a warm-up, with the objects
@@ -20,6 +24,7 @@ that existed before timing frozen out of the garbage collector.
 from __future__ import annotations
 
 import gc
+import json
 import random
 import statistics
 import time
@@ -28,7 +33,13 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    ToolMessage,
+    messages_from_dict,
+    messages_to_dict,
+)
 from langchain_core.messages.utils import count_tokens_approximately, trim_messages
 
 from benchmarks.data import Transcript
@@ -45,6 +56,7 @@ OPS = (
     "ours_noop",
     "ours_prune",
     "ours_prune_cold",
+    "ours_prune_fresh",
 )
 
 
@@ -142,11 +154,46 @@ class SizeResult:
     noop_same_object: bool = False
 
 
+class _Fresh:
+    """The prune path on a history just loaded: every message a new object.
+
+    :meth:`prepare` reads the history back from its JSON (as a checkpointer does at the
+    start of a turn) before each timed call, outside the timing; the call compresses
+    that copy with the same pipeline, whose memos then hold nothing for it.
+    """
+
+    def __init__(self, pipeline: ContextPipeline, history: list[BaseMessage]) -> None:
+        self.pipeline = pipeline
+        self.blob = json.dumps(messages_to_dict(history))
+        self.copy: list[BaseMessage] | None = None
+        self.done: list[BaseMessage] | None = None
+
+    def prepare(self) -> None:
+        """Load the copy the next call compresses, and let the last one go (untimed)."""
+        self.done = None
+        self.copy = messages_from_dict(json.loads(self.blob))
+
+    def __call__(self) -> Any:
+        copy, self.copy = self.copy, None
+        if copy is None:  # a call that was not prepared (the warm-up)
+            copy = messages_from_dict(json.loads(self.blob))
+        self.done = copy  # freed by the next prepare, not inside the timing
+        return self.pipeline.compress(copy)
+
+
+def _prepare(fn: Callable[[], Any]) -> None:
+    """Do an operation's untimed set-up for its next call, if it has one."""
+    prepare = getattr(fn, "prepare", None)
+    if prepare is not None:
+        prepare()
+
+
 def _operations(history: list[BaseMessage]) -> tuple[dict[str, Callable[[], Any]], SizeResult]:
     total = estimate_tokens(history)
     noop = ContextPipeline(threshold=total + 1, tail_budget=min(TAIL_BUDGET, total))
     prune = ContextPipeline(threshold=total - 1, tail_budget=min(TAIL_BUDGET, total - 2))
     cold = ContextPipeline(threshold=total - 1, tail_budget=min(TAIL_BUDGET, total - 2))
+    fresh = ContextPipeline(threshold=total - 1, tail_budget=min(TAIL_BUDGET, total - 2))
 
     def prune_cold() -> Any:
         # The first call on a history: nothing remembered from an earlier turn.
@@ -174,11 +221,13 @@ def _operations(history: list[BaseMessage]) -> tuple[dict[str, Callable[[], Any]
         "ours_noop": lambda: noop.compress(history),
         "ours_prune": lambda: prune.compress(history),
         "ours_prune_cold": prune_cold,
+        "ours_prune_fresh": _Fresh(fresh, history),
     }
     return ops, info
 
 
 def _peak_kib(fn: Callable[[], Any]) -> float:
+    _prepare(fn)
     gc.collect()
     tracemalloc.start()
     try:
@@ -226,6 +275,7 @@ def measure(
                 if (r * counts[size]) // rounds == ((r + 1) * counts[size]) // rounds:
                     continue
                 for name, fn in ops.items():
+                    _prepare(fn)
                     start = time.perf_counter_ns()
                     fn()
                     samples[size][name].append((time.perf_counter_ns() - start) / 1000)
