@@ -171,12 +171,15 @@ class _Fresh:
     def prepare(self) -> None:
         """Load the copy the next call compresses, and let the last one go (untimed)."""
         self.done = None
-        self.copy = messages_from_dict(json.loads(self.blob))
+        self.copy = self._load()
+
+    def _load(self) -> list[BaseMessage]:
+        return messages_from_dict(json.loads(self.blob))
 
     def __call__(self) -> Any:
         copy, self.copy = self.copy, None
         if copy is None:  # a call that was not prepared (the warm-up)
-            copy = messages_from_dict(json.loads(self.blob))
+            copy = self._load()
         self.done = copy  # freed by the next prepare, not inside the timing
         return self.pipeline.compress(copy)
 
@@ -196,7 +199,8 @@ def _operations(history: list[BaseMessage]) -> tuple[dict[str, Callable[[], Any]
     fresh = ContextPipeline(threshold=total - 1, tail_budget=min(TAIL_BUDGET, total - 2))
 
     def prune_cold() -> Any:
-        # The first call on a history: nothing remembered from an earlier turn.
+        # The Pruner's memo emptied; the anatomies and counts of these very messages
+        # are still remembered (a first call on new objects is `ours_prune_fresh`).
         cold.pruner._memo.clear()
         return cold.compress(history)
 
