@@ -73,13 +73,23 @@ class _Entry:
 
     __slots__ = ("anatomy", "source", "state")
 
-    def __init__(self, source: weakref.ref[BaseMessage], state: Any, anatomy: Anatomy) -> None:
+    def __init__(
+        self, source: weakref.KeyedRef[int, BaseMessage], state: Any, anatomy: Anatomy
+    ) -> None:
         self.source = source
         self.state = state
         self.anatomy = anatomy
 
 
 _memo: dict[int, _Entry] = {}
+
+
+def _forget(ref: weakref.KeyedRef[int, BaseMessage]) -> None:
+    """Drop the entry of a message that is gone (the memo keeps none alive).
+
+    One callback for every entry, its key on the reference: no closure per entry.
+    """
+    _memo.pop(ref.key, None)
 
 
 _pass: contextvars.ContextVar[dict[int, tuple[BaseMessage, Anatomy]] | None] = (
@@ -139,13 +149,7 @@ def read(message: BaseMessage) -> Anatomy:
     BUILDS += 1
     if len(_memo) >= _MEMO_SIZE:
         _memo.clear()
-
-    def forget(_: object, key: int = key) -> None:
-        entry = _memo.get(key)
-        if entry is not None and entry.source() is None:
-            _memo.pop(key, None)
-
-    _memo[key] = _Entry(weakref.ref(message, forget), message_state(message), anatomy)
+    _memo[key] = _Entry(weakref.KeyedRef(message, _forget, key), message_state(message), anatomy)
     if seen is not None:
         seen[key] = (message, anatomy)
     return anatomy

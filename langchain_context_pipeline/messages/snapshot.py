@@ -116,18 +116,34 @@ def unchanged(value: Any, old: Any) -> bool:
     return bool(snapshot(value) == old)
 
 
-def _fields(message: BaseMessage, more: tuple[Any, ...]) -> tuple[Any, ...]:
-    return (message.__dict__, message.__pydantic_extra__ or None, more)
-
-
 def message_state(message: BaseMessage, *more: Any) -> tuple[type, Any]:
-    """Return the :func:`state` of every field of ``message`` (extras too), and of ``more``."""
-    return type(message), state(_fields(message, more))
+    """Return the :func:`state` of every field of ``message`` (extras too), and of ``more``.
+
+    ``(type, state)``, where a plain state is the bare ``marshal`` bytes (a
+    snapshot of the fields is a tuple, never bytes): one object fewer that the
+    garbage collector tracks per remembered message.
+    """
+    fields = (message.__dict__, message.__pydantic_extra__ or None, more)
+    if _plain(fields, 0):
+        try:
+            return type(message), marshal.dumps(fields, _MARSHAL)
+        except ValueError:  # pragma: no cover - a plain value always marshals
+            pass
+    return type(message), snapshot(fields)
 
 
 def message_unchanged(message: BaseMessage, old: tuple[type, Any], *more: Any) -> bool:
     """Whether ``message`` and ``more`` are as when ``old = message_state(message, *more)``."""
-    return type(message) is old[0] and unchanged(_fields(message, more), old[1])
+    if type(message) is not old[0]:
+        return False
+    then = old[1]
+    fields = (message.__dict__, message.__pydantic_extra__ or None, more)
+    if type(then) is bytes:
+        try:
+            return marshal.dumps(fields, _MARSHAL) == then
+        except ValueError:  # not marshallable (or too deep): not the plain value it was
+            return False
+    return bool(snapshot(fields) == then)
 
 
 def message_snapshot(message: BaseMessage, *more: Any) -> Any:

@@ -20,7 +20,7 @@ their ids and metadata.
 from __future__ import annotations
 
 import weakref
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -76,7 +76,7 @@ class _Pruned:
     an identical entry is the same call, unchanged, at no cost. An edit in place misses.
     """
 
-    source: weakref.ref[BaseMessage]
+    source: weakref.KeyedRef[int, BaseMessage]
     anatomy: Anatomy | None
     """The message's anatomy, when the pass had read the message (then no ``state``)."""
     state: Any
@@ -85,7 +85,8 @@ class _Pruned:
     """The pruned copy, or None when pruning left the message as it was."""
     result_state: Any
     """The pruned copy's state: a copy edited after it was handed out misses."""
-    stats: PruneStats
+    stats: PruneStats | None
+    """What pruning changed; None for nothing (no object kept per unchanged message)."""
 
     def matches(self, message: BaseMessage, call: Any) -> bool:
         """Whether this result is for ``message`` as it is now, answering the same call."""
@@ -99,6 +100,24 @@ class _Pruned:
         if not _same_call(call, self.call):
             return False
         return self.result is None or message_unchanged(self.result, self.result_state)
+
+
+_NOTHING = PruneStats()
+"""What pruning a message it leaves as it was changed (compared with, never handed out)."""
+
+
+def _forgetter(
+    memo: dict[int, _Pruned],
+) -> Callable[[weakref.KeyedRef[int, BaseMessage]], None]:
+    """Return the callback that drops a gone message's entry from ``memo``.
+
+    One callback per memo, the key on each reference: no closure per entry.
+    """
+
+    def forget(ref: weakref.KeyedRef[int, BaseMessage]) -> None:
+        memo.pop(ref.key, None)
+
+    return forget
 
 
 def _same_call(now: Any, then: Any) -> bool:
@@ -171,6 +190,7 @@ class Pruner(MessagesRunnable):
         self.tail_budget = tail_budget
         self.token_counter = resolve_token_counter(token_counter)
         self._memo: dict[int, _Pruned] = {}
+        self._forget = _forgetter(self._memo)
 
     def _transform(self, messages: list[BaseMessage], config: RunnableConfig) -> list[BaseMessage]:
         with one_pass():  # the split and the pruning read each message once
@@ -246,7 +266,7 @@ class Pruner(MessagesRunnable):
 
     def _prune_remembered(
         self, message: BaseMessage, calls: Mapping[str, tuple[str, Any]]
-    ) -> tuple[BaseMessage, PruneStats]:
+    ) -> tuple[BaseMessage, PruneStats | None]:
         """Prune one message, reusing the result of an earlier call on the same message.
 
         An agent sends the same old messages at every turn; pruning them again would
@@ -254,7 +274,7 @@ class Pruner(MessagesRunnable):
         whose fields, down to every string, and answered call are as they were (see
         :mod:`~langchain_context_pipeline.messages.snapshot`): an edit in place, an
         attribute set anew, or another call, misses, so the memo never returns what a
-        fresh Pruner would not.
+        fresh Pruner would not. The stats are None when pruning changed nothing.
         """
         call: Any = None
         if isinstance(message, ToolMessage):
@@ -269,23 +289,19 @@ class Pruner(MessagesRunnable):
         if len(self._memo) >= _MEMO_SIZE:
             self._memo.clear()
         key = id(message)
-        memo = self._memo
-
-        def forget(_: object, key: int = key) -> None:
-            memo.pop(key, None)
-
         kept = None if result is message else result
+        stats = None if kept is None and own == _NOTHING else own
         anatomy = peek(message)
-        memo[key] = _Pruned(
-            weakref.ref(message, forget),
+        self._memo[key] = _Pruned(
+            weakref.KeyedRef(message, self._forget, key),
             anatomy,
             message_state(message) if anatomy is None else None,
             call,
             kept,
             None if kept is None else message_state(kept),
-            own,
+            stats,
         )
-        return result, own
+        return result, stats
 
     def _prune_one(
         self, message: BaseMessage, calls: Mapping[str, tuple[str, Any]], stats: PruneStats

@@ -206,6 +206,26 @@ def test_an_unchanged_message_is_read_once() -> None:
     assert anatomy.build_count() == before + 1
 
 
+def test_the_memo_keeps_no_message_alive_and_a_rebuilt_entry_stays() -> None:
+    import gc
+
+    kept = AIMessage([{"type": "text", "text": "kept"}])
+    gone = AIMessage([{"type": "text", "text": "gone"}])
+    anatomy.read(kept)
+    anatomy.read(gone)
+    key = id(gone)
+    assert key in anatomy._memo
+    del gone
+    gc.collect()
+    assert key not in anatomy._memo
+    # An edit in place rebuilds the entry: the one it replaces takes nothing with it.
+    kept.content[0]["text"] = "edited"  # type: ignore[index]
+    rebuilt = anatomy.read(kept)
+    gc.collect()
+    assert anatomy._memo[id(kept)].anatomy is rebuilt
+    assert anatomy.read(kept) is rebuilt
+
+
 def test_an_edit_in_place_is_seen() -> None:
     message = AIMessage(
         [{"type": "text", "text": "hi"}],
