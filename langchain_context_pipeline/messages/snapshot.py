@@ -28,6 +28,7 @@ other value is snapshotted.
 
 from __future__ import annotations
 
+import itertools
 import marshal
 from typing import Any
 
@@ -116,34 +117,49 @@ def unchanged(value: Any, old: Any) -> bool:
     return bool(snapshot(value) == old)
 
 
-def message_state(message: BaseMessage, *more: Any) -> tuple[type, Any]:
+_CLASS_NUMBERS: dict[type, int] = {}
+"""A number for each message class seen, never reused: a plain state names its class
+by it (bare bytes, no tuple holding the class: nothing the garbage collector tracks)."""
+
+_NUMBERS = itertools.count()
+
+
+def _class_number(kind: type) -> int:
+    number = _CLASS_NUMBERS.get(kind)
+    if number is None:
+        number = _CLASS_NUMBERS.setdefault(kind, next(_NUMBERS))  # atomic: unique numbers
+    return number
+
+
+def message_state(message: BaseMessage, *more: Any) -> Any:
     """Return the :func:`state` of every field of ``message`` (extras too), and of ``more``.
 
-    ``(type, state)``, where a plain state is the bare ``marshal`` bytes (a
-    snapshot of the fields is a tuple, never bytes): one object fewer that the
-    garbage collector tracks per remembered message.
+    With its class: for plain fields, the ``marshal`` bytes of the class's number and
+    the fields, one untracked object per remembered message; else ``(class, snapshot)``
+    (a tuple, never bytes).
     """
-    fields = (message.__dict__, message.__pydantic_extra__ or None, more)
+    kind = type(message)
+    fields = (_class_number(kind), message.__dict__, message.__pydantic_extra__ or None, more)
     if _plain(fields, 0):
         try:
-            return type(message), marshal.dumps(fields, _MARSHAL)
+            return marshal.dumps(fields, _MARSHAL)
         except ValueError:  # pragma: no cover - a plain value always marshals
             pass
-    return type(message), snapshot(fields)
+    return kind, snapshot(fields[1:])
 
 
-def message_unchanged(message: BaseMessage, old: tuple[type, Any], *more: Any) -> bool:
+def message_unchanged(message: BaseMessage, old: Any, *more: Any) -> bool:
     """Whether ``message`` and ``more`` are as when ``old = message_state(message, *more)``."""
-    if type(message) is not old[0]:
-        return False
-    then = old[1]
-    fields = (message.__dict__, message.__pydantic_extra__ or None, more)
-    if type(then) is bytes:
+    kind = type(message)
+    if type(old) is bytes:
+        fields = (_class_number(kind), message.__dict__, message.__pydantic_extra__ or None, more)
         try:
-            return marshal.dumps(fields, _MARSHAL) == then
+            return marshal.dumps(fields, _MARSHAL) == old
         except ValueError:  # not marshallable (or too deep): not the plain value it was
             return False
-    return bool(snapshot(fields) == then)
+    return kind is old[0] and bool(
+        snapshot((message.__dict__, message.__pydantic_extra__ or None, more)) == old[1]
+    )
 
 
 def message_snapshot(message: BaseMessage, *more: Any) -> Any:

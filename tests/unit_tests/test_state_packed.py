@@ -87,6 +87,19 @@ def test_a_message_state_sees_every_field_and_the_extra_values() -> None:
     assert not message_unchanged(HumanMessage("hi"), old, ("f", {"n": 1}))
 
 
+def test_a_message_state_names_the_class() -> None:
+    class Other(HumanMessage):
+        pass
+
+    first, second = HumanMessage("hi", id="m"), Other("hi", id="m")
+    assert first.__dict__ == second.__dict__
+    assert message_unchanged(first, message_state(first))
+    assert message_unchanged(second, message_state(second))
+    assert not message_unchanged(second, message_state(first))
+    assert not message_unchanged(first, message_state(second))
+    assert isinstance(message_state(first), bytes)  # plain: bare bytes, nothing tracked
+
+
 # -- invariant 4 through the Pruner -----------------------------------------------------
 
 
