@@ -19,6 +19,7 @@ their ids and metadata.
 
 from __future__ import annotations
 
+import copy
 import weakref
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -191,6 +192,20 @@ class Pruner(MessagesRunnable):
         self.token_counter = resolve_token_counter(token_counter)
         self._memo: dict[int, _Pruned] = {}
         self._forget = _forgetter(self._memo)
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> Pruner:
+        """Copy the settings and the counter; the copy starts with an empty memo of its own.
+
+        The memo is a cache of results, holding its messages weakly: a copy that
+        shared it, or held copies of it, would be neither independent nor smaller.
+        """
+        clone = self.__class__.__new__(self.__class__)
+        for name, value in self.__dict__.items():
+            if name not in ("_memo", "_forget"):
+                setattr(clone, name, copy.deepcopy(value, memo))
+        clone._memo = {}
+        clone._forget = _forgetter(clone._memo)
+        return clone
 
     def _transform(self, messages: list[BaseMessage], config: RunnableConfig) -> list[BaseMessage]:
         with one_pass():  # the split and the pruning read each message once

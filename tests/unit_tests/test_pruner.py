@@ -323,6 +323,25 @@ def test_the_memo_keeps_no_message_alive() -> None:
     assert pruner._memo == {}
 
 
+def test_a_deep_copy_of_a_warm_pruner_prunes_alike_with_a_memo_of_its_own() -> None:
+    import copy
+    import gc
+
+    pruner = Pruner(tail_budget=0, tool_output_limit=300)
+    messages = history_with_old_read()
+    first = pruner.prune(messages, Split.of(messages, 0))
+    clone = copy.deepcopy(pruner)
+    assert clone._memo == {} and pruner._memo
+    assert clone.settings == pruner.settings and clone.settings is not pruner.settings
+    again = clone.prune(messages, Split.of(messages, 0))
+    assert [m.content for m in again[0]] == [m.content for m in first[0]]
+    assert again[1] == first[1]
+    assert set(clone._memo) == set(pruner._memo)
+    del messages, first, again
+    gc.collect()
+    assert clone._memo == {} and pruner._memo == {}
+
+
 # -- tool results carried as blocks of a user message (Anthropic, Responses) -----------------
 
 
