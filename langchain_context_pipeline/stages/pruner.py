@@ -233,9 +233,9 @@ class Pruner(MessagesRunnable):
         on where the tail starts: the pruning of ``messages`` with the tail at
         ``t <= where.tail_start`` is ``out[:t] + messages[t:]``, its stats
         ``sum_stats(each[:t])`` (the pipeline prices every prune boundary from one
-        pass). ``each[i]`` is None for a message pruning could not change; the stats
-        of a message pruned at an earlier call are the ones remembered then (read
-        them, do not change them).
+        pass). ``each[i]`` is None for a message pruning could not change or left as
+        it was; the stats of a message pruned at an earlier call are the ones
+        remembered then (read them, do not change them).
         """
         with one_pass():
             return self._prune_each(messages, where)
