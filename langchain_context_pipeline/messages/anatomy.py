@@ -36,7 +36,11 @@ from langchain_context_pipeline.messages.parts import (
     invalid_call_text,
     result_text,
 )
-from langchain_context_pipeline.messages.snapshot import message_state, message_unchanged
+from langchain_context_pipeline.messages.snapshot import (
+    forgetter,
+    message_state,
+    message_unchanged,
+)
 
 __all__ = [
     "Anatomy",
@@ -84,12 +88,7 @@ class _Entry:
 _memo: dict[int, _Entry] = {}
 
 
-def _forget(ref: weakref.KeyedRef[int, BaseMessage]) -> None:
-    """Drop the entry of a message that is gone (the memo keeps none alive).
-
-    One callback for every entry, its key on the reference: no closure per entry.
-    """
-    _memo.pop(ref.key, None)
+_forget = forgetter(_memo)
 
 
 _pass: contextvars.ContextVar[dict[int, tuple[BaseMessage, Anatomy]] | None] = (

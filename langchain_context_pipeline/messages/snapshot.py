@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import itertools
 import marshal
+import weakref
+from collections.abc import Callable
 from typing import Any
 
 from langchain_core.messages import BaseMessage
@@ -37,6 +39,7 @@ from langchain_core.messages import BaseMessage
 from langchain_context_pipeline.messages.values import snapshot
 
 __all__ = [
+    "forgetter",
     "message_snapshot",
     "message_state",
     "message_unchanged",
@@ -131,6 +134,16 @@ def _class_number(kind: type) -> int:
     return number
 
 
+def _fields(message: BaseMessage, more: tuple[Any, ...]) -> tuple[Any, ...]:
+    """``(class number, fields, extra fields, more)``: what a message's state is taken of."""
+    return (
+        _class_number(type(message)),
+        message.__dict__,
+        message.__pydantic_extra__ or None,
+        more,
+    )
+
+
 def message_state(message: BaseMessage, *more: Any) -> Any:
     """Return the :func:`state` of every field of ``message`` (extras too), and of ``more``.
 
@@ -138,28 +151,38 @@ def message_state(message: BaseMessage, *more: Any) -> Any:
     the fields, one untracked object per remembered message; else ``(class, snapshot)``
     (a tuple, never bytes).
     """
-    kind = type(message)
-    fields = (_class_number(kind), message.__dict__, message.__pydantic_extra__ or None, more)
+    fields = _fields(message, more)
     if _plain(fields, 0):
         try:
             return marshal.dumps(fields, _MARSHAL)
         except ValueError:  # pragma: no cover - a plain value always marshals
             pass
-    return kind, snapshot(fields[1:])
+    return type(message), snapshot(fields[1:])
 
 
 def message_unchanged(message: BaseMessage, old: Any, *more: Any) -> bool:
     """Whether ``message`` and ``more`` are as when ``old = message_state(message, *more)``."""
-    kind = type(message)
+    fields = _fields(message, more)
     if type(old) is bytes:
-        fields = (_class_number(kind), message.__dict__, message.__pydantic_extra__ or None, more)
         try:
             return marshal.dumps(fields, _MARSHAL) == old
         except ValueError:  # not marshallable (or too deep): not the plain value it was
             return False
-    return kind is old[0] and bool(
-        snapshot((message.__dict__, message.__pydantic_extra__ or None, more)) == old[1]
-    )
+    return type(message) is old[0] and bool(snapshot(fields[1:]) == old[1])
+
+
+def forgetter(memo: dict[int, Any]) -> Callable[[weakref.KeyedRef[int, Any]], None]:
+    """Return the callback that drops a gone message's entry from ``memo``.
+
+    A memo keyed by ``id(message)`` holds each message by ``weakref.KeyedRef(message,
+    callback, id(message))``: one callback per memo, the key on each reference, no
+    closure per entry, and no message kept alive.
+    """
+
+    def forget(ref: weakref.KeyedRef[int, Any]) -> None:
+        memo.pop(ref.key, None)
+
+    return forget
 
 
 def message_snapshot(message: BaseMessage, *more: Any) -> Any:

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import copy
 import weakref
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,6 +43,7 @@ from langchain_context_pipeline.messages.kinds import IMAGE_BLOCKS
 from langchain_context_pipeline.messages.marks import METADATA_KEY
 from langchain_context_pipeline.messages.references import format_ref, message_ref
 from langchain_context_pipeline.messages.snapshot import (
+    forgetter,
     message_state,
     message_unchanged,
 )
@@ -105,20 +106,6 @@ class _Pruned:
 
 _NOTHING = PruneStats()
 """What pruning a message it leaves as it was changed (compared with, never handed out)."""
-
-
-def _forgetter(
-    memo: dict[int, _Pruned],
-) -> Callable[[weakref.KeyedRef[int, BaseMessage]], None]:
-    """Return the callback that drops a gone message's entry from ``memo``.
-
-    One callback per memo, the key on each reference: no closure per entry.
-    """
-
-    def forget(ref: weakref.KeyedRef[int, BaseMessage]) -> None:
-        memo.pop(ref.key, None)
-
-    return forget
 
 
 def _same_call(now: Any, then: Any) -> bool:
@@ -191,7 +178,7 @@ class Pruner(MessagesRunnable):
         self.tail_budget = tail_budget
         self.token_counter = resolve_token_counter(token_counter)
         self._memo: dict[int, _Pruned] = {}
-        self._forget = _forgetter(self._memo)
+        self._forget = forgetter(self._memo)
 
     def __deepcopy__(self, memo: dict[int, Any]) -> Pruner:
         """Copy the settings and the counter; the copy starts with an empty memo of its own.
@@ -204,7 +191,7 @@ class Pruner(MessagesRunnable):
             if name not in ("_memo", "_forget"):
                 setattr(clone, name, copy.deepcopy(value, memo))
         clone._memo = {}
-        clone._forget = _forgetter(clone._memo)
+        clone._forget = forgetter(clone._memo)
         return clone
 
     def _transform(self, messages: list[BaseMessage], config: RunnableConfig) -> list[BaseMessage]:
