@@ -40,6 +40,7 @@ from typing import Any, Literal, get_args
 
 from langchain_core.load import dumpd
 from langchain_core.messages import (
+    AIMessage,
     BaseMessage,
     ChatMessage,
     convert_to_openai_messages,
@@ -215,4 +216,11 @@ def _to_openai(message: BaseMessage, index: int) -> dict[str, Any]:
     text_format: Literal["string", "block"] = (
         "block" if isinstance(message.content, list) else "string"
     )
-    return convert_to_openai_messages(message, text_format=text_format, include_id=True)
+    item = convert_to_openai_messages(message, text_format=text_format, include_id=True)
+    # convert_to_openai_messages leaves out a legacy function call (OpenAI's
+    # "function_call", answered by a "function" message), which reads back into
+    # additional_kwargs; written without it, the call would be lost.
+    legacy = message.additional_kwargs.get("function_call")
+    if isinstance(message, AIMessage) and isinstance(legacy, dict) and "function_call" not in item:
+        item["function_call"] = legacy
+    return item

@@ -18,7 +18,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import BaseMessage, ToolMessage, messages_from_dict
+from langchain_core.messages import BaseMessage, messages_from_dict
 
 try:
     from langgraph.store.base import BaseStore, PutOp
@@ -29,6 +29,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
     ) from exc
 
 from langchain_context_pipeline.core.report import CompressionResult
+from langchain_context_pipeline.messages.anatomy import RESULT_MESSAGES
 from langchain_context_pipeline.messages.blocks import pair_results
 from langchain_context_pipeline.messages.references import (
     RefIndex,
@@ -150,8 +151,8 @@ def plan_records(
 def _call(
     before: Sequence[BaseMessage], makers: list[int] | None, member: BaseMessage
 ) -> dict[str, Any] | None:
-    """Return ``{"name", "args"}`` of the call a ToolMessage answers (its paired call)."""
-    if not isinstance(member, ToolMessage) or not makers:
+    """Return ``{"name", "args"}`` of the call a ToolMessage or FunctionMessage answers."""
+    if not isinstance(member, RESULT_MESSAGES) or not makers:
         return None
     return call_of(member, [before[makers[0]]])
 

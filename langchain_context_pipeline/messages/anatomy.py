@@ -28,12 +28,21 @@ from typing import Any
 from langchain_core.messages import AIMessage, BaseMessage
 
 from langchain_context_pipeline.messages.kinds import CALL_BLOCKS, block_type
-from langchain_context_pipeline.messages.parse import Anatomy, Call, Result
+from langchain_context_pipeline.messages.parse import (
+    RESULT_MESSAGES,
+    Anatomy,
+    Call,
+    Result,
+    legacy_call,
+    legacy_call_id,
+    result_message_id,
+)
 from langchain_context_pipeline.messages.parse import build as _build
 from langchain_context_pipeline.messages.parts import (
     block_call_id,
     call_text,
     invalid_call_text,
+    legacy_call_text,
     result_text,
 )
 from langchain_context_pipeline.messages.snapshot import (
@@ -43,6 +52,7 @@ from langchain_context_pipeline.messages.snapshot import (
 )
 
 __all__ = [
+    "RESULT_MESSAGES",
     "Anatomy",
     "Call",
     "Result",
@@ -53,10 +63,14 @@ __all__ = [
     "count_images",
     "current_pass",
     "invalid_call_text",
+    "legacy_call",
+    "legacy_call_id",
+    "legacy_call_text",
     "message_text",
     "one_pass",
     "peek",
     "read",
+    "result_message_id",
     "result_text",
 ]
 
@@ -160,6 +174,7 @@ def _listed_only(message: AIMessage) -> bool:
         isinstance(message.content, str)
         and not message.invalid_tool_calls
         and not isinstance(message.additional_kwargs.get("tool_calls"), list)
+        and legacy_call(message) is None
     )
 
 
@@ -167,8 +182,9 @@ def call_ids(message: AIMessage) -> list[str]:
     """Return ``read(message).call_ids()``, read directly from the places calls are.
 
     Outside a :func:`one_pass` block, the ids alone cost less to read than the
-    memo's check: ``tool_calls``, ``invalid_tool_calls``, call blocks and
-    OpenAI-style raw calls, in the anatomy's order, once each. In one, a message
+    memo's check: ``tool_calls``, ``invalid_tool_calls``, call blocks,
+    OpenAI-style raw calls and a legacy ``function_call`` (its
+    :func:`legacy_call_id`), in the anatomy's order, once each. In one, a message
     that is more than ``tool_calls`` is read once for the whole pass.
     """
     if _listed_only(message):
@@ -187,6 +203,9 @@ def call_ids(message: AIMessage) -> list[str]:
         raw = message.additional_kwargs.get("tool_calls")
         if isinstance(raw, list):
             ids += [r.get("id") for r in raw if isinstance(r, dict)]
+        legacy = legacy_call(message)
+        if legacy is not None:
+            ids.append(legacy_call_id(legacy.get("name")))
     return list(dict.fromkeys(i for i in ids if isinstance(i, str) and i))
 
 

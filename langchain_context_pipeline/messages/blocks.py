@@ -10,7 +10,11 @@ Every format the input coercion accepts is read here, and only here:
   ``tool_result`` blocks (``tool_use_id``);
 - OpenAI Responses: ``function_call`` blocks (``call_id``, ``arguments`` as a JSON
   string) and ``function_call_output`` blocks (``call_id``);
-- LangChain v1 standard blocks: ``tool_call`` blocks (``id``, ``args``).
+- LangChain v1 standard blocks: ``tool_call`` blocks (``id``, ``args``);
+- legacy OpenAI functions: ``additional_kwargs["function_call"]`` (``name``,
+  ``arguments`` as a JSON string; no id) and ``FunctionMessage`` (its ``name``),
+  paired by the function's name (see
+  :func:`~langchain_context_pipeline.messages.parse.legacy_call_id`).
 
 Reasoning blocks (``thinking``, ``redacted_thinking``, ``reasoning``) are never
 edited, only kept whole or dropped whole, because that is what the providers accept:
@@ -34,7 +38,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage
 
 from langchain_context_pipeline.messages import anatomy, parts
 from langchain_context_pipeline.messages.kinds import (
@@ -85,14 +89,15 @@ def call_ids(message: BaseMessage) -> list[str]:
 def result_ids(message: BaseMessage) -> list[str]:
     """Return the ids of the tool calls a message answers, in every format, once each.
 
-    A ``ToolMessage`` answers its ``tool_call_id``; any other message that is not an
-    AIMessage answers the calls of its ``tool_result`` / ``function_call_output`` blocks.
+    A ``ToolMessage`` answers its ``tool_call_id``, a legacy ``FunctionMessage`` the
+    legacy call of its name; any other message that is not an AIMessage answers the
+    calls of its ``tool_result`` / ``function_call_output`` blocks.
     """
     if isinstance(message, AIMessage):
         return []
-    if isinstance(message, ToolMessage):
-        cid = message.tool_call_id
-        return [cid] if isinstance(cid, str) and cid else []
+    if isinstance(message, anatomy.RESULT_MESSAGES):
+        cid = anatomy.result_message_id(message)
+        return [cid] if cid else []
     if isinstance(message.content, str):
         return []
     return anatomy.read(message).result_ids()
@@ -137,14 +142,15 @@ def pair_results(messages: Sequence[BaseMessage]) -> dict[int, list[int]]:
     last_call: dict[str, int] = {}
     pairs: dict[int, list[int]] = {}
     for index, message in enumerate(messages):
-        # A ToolMessage answers and makes no call; an AIMessage makes calls and
-        # answers none; any other message with string content does neither.
+        # A ToolMessage (or FunctionMessage) answers and makes no call; an AIMessage
+        # makes calls and answers none; any other message with string content does
+        # neither.
         if isinstance(message, AIMessage):
             for cid in anatomy.call_ids(message):
                 open_calls.setdefault(cid, []).append(index)
                 last_call[cid] = index
             continue
-        if not isinstance(message, ToolMessage) and isinstance(message.content, str):
+        if not isinstance(message, anatomy.RESULT_MESSAGES) and isinstance(message.content, str):
             continue
         for cid in result_ids(message):
             stack = open_calls.get(cid)
@@ -204,8 +210,9 @@ def cut_call_arguments(message: AIMessage, cut: Callable[[Any], Any]) -> AIMessa
     """Return ``message`` with ``cut`` applied to every copy of its tool-call arguments.
 
     ``tool_calls`` (dicts), ``invalid_tool_calls`` (strings), tool-call content
-    blocks (``input``/``args`` dicts, ``arguments`` JSON strings) and OpenAI-style
-    ``additional_kwargs["tool_calls"]`` are all cut, so no provider is sent the
+    blocks (``input``/``args`` dicts, ``arguments`` JSON strings), OpenAI-style
+    ``additional_kwargs["tool_calls"]`` and a legacy ``additional_kwargs["function_call"]``
+    are all cut, so no provider is sent the
     original. ``cut`` must be a fixed point. Returns ``message`` itself when
     nothing changes.
     """
@@ -239,4 +246,13 @@ def cut_call_arguments(message: AIMessage, cut: Callable[[Any], Any]) -> AIMessa
             raw_out.append(raw)
         if raw_out != raw_calls:
             update["additional_kwargs"] = {**message.additional_kwargs, "tool_calls": raw_out}
+    legacy = anatomy.legacy_call(message)
+    if legacy is not None and "arguments" in legacy:
+        cut_legacy = _cut_arguments(legacy["arguments"], cut)
+        if cut_legacy != legacy["arguments"]:
+            kwargs = update.get("additional_kwargs", message.additional_kwargs)
+            update["additional_kwargs"] = {
+                **kwargs,
+                "function_call": {**legacy, "arguments": cut_legacy},
+            }
     return message.model_copy(update=update) if update else message

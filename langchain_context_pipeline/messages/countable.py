@@ -2,17 +2,23 @@
 
 :func:`countable_parts` returns a message's texts (string content, text, reasoning,
 thinking and redacted-thinking blocks, tool-use inputs and function-call arguments,
-tool results, plain-text documents, JSON and unknown blocks, tool calls and invalid
-tool calls) and the fixed cost of its media (images, binary files, audio, video),
-as the message's :class:`~langchain_context_pipeline.messages.anatomy.Anatomy`
-holds them (read once per message).
+tool results, plain-text documents, JSON and unknown blocks, tool calls, invalid
+tool calls and a legacy function call) and the fixed cost of its media (images,
+binary files, audio, video), as the message's
+:class:`~langchain_context_pipeline.messages.anatomy.Anatomy` holds them (read once per message).
 """
 
 from __future__ import annotations
 
 from langchain_core.messages import BaseMessage
 
-from langchain_context_pipeline.messages.anatomy import call_text, invalid_call_text, read
+from langchain_context_pipeline.messages.anatomy import (
+    call_text,
+    invalid_call_text,
+    legacy_call,
+    legacy_call_text,
+    read,
+)
 from langchain_context_pipeline.messages.kinds import FILE_TOKENS, IMAGE_TOKENS
 from langchain_context_pipeline.messages.values import dumps
 
@@ -24,6 +30,8 @@ __all__ = [
     "countable_parts",
     "dumps",
     "invalid_call_text",
+    "legacy_call",
+    "legacy_call_text",
 ]
 
 

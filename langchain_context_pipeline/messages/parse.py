@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, FunctionMessage, ToolMessage
 
 from langchain_context_pipeline.messages.kinds import (
     CALL_BLOCKS,
@@ -27,11 +27,56 @@ from langchain_context_pipeline.messages.parts import (
     block_parts,
     call_text,
     invalid_call_text,
+    legacy_call_text,
     parsed_arguments,
     result_text,
 )
 
-__all__ = ["Anatomy", "Call", "Result", "build"]
+__all__ = [
+    "RESULT_MESSAGES",
+    "Anatomy",
+    "Call",
+    "Result",
+    "build",
+    "legacy_call",
+    "legacy_call_id",
+    "result_message_id",
+]
+
+RESULT_MESSAGES: tuple[type[BaseMessage], ...] = (ToolMessage, FunctionMessage)
+"""Messages that are one tool result each, their whole content: a ``ToolMessage``
+answers its ``tool_call_id``; a legacy OpenAI ``FunctionMessage`` (role
+``function``) answers the nearest preceding open legacy call of its name."""
+
+_LEGACY_PREFIX = "legacy-function-call:"
+
+
+def legacy_call_id(name: Any) -> str:
+    """Return the id the anatomy gives a legacy function call of ``name`` and its result.
+
+    A legacy OpenAI call (``additional_kwargs["function_call"]``, one per message)
+    and its ``FunctionMessage`` carry no id, only the function's name. Both read
+    this id, so the one pairing rule (the nearest preceding open call of an id)
+    pairs each ``FunctionMessage`` with the nearest open call of its name.
+    """
+    return _LEGACY_PREFIX + (name if isinstance(name, str) else "")
+
+
+def legacy_call(message: BaseMessage) -> dict[str, Any] | None:
+    """Return an AIMessage's legacy ``additional_kwargs["function_call"]``, or None."""
+    if not isinstance(message, AIMessage):
+        return None
+    call = message.additional_kwargs.get("function_call")
+    return call if isinstance(call, dict) else None
+
+
+def result_message_id(message: BaseMessage) -> str:
+    """Return the call id a :data:`RESULT_MESSAGES` message answers ("" for any other)."""
+    if isinstance(message, ToolMessage):
+        return message.tool_call_id if isinstance(message.tool_call_id, str) else ""
+    if isinstance(message, FunctionMessage):
+        return legacy_call_id(message.name)
+    return ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,8 +89,10 @@ class Call:
     args: Any
     """The arguments (a JSON string of them is read; unreadable: ``{"arguments": s}``)."""
     source: str
-    """Where the copy is: ``tool_calls``, ``invalid_tool_calls``, ``block`` or
-    ``additional_kwargs`` (OpenAI-style ``additional_kwargs["tool_calls"]``)."""
+    """Where the copy is: ``tool_calls``, ``invalid_tool_calls``, ``block``,
+    ``additional_kwargs`` (OpenAI-style ``additional_kwargs["tool_calls"]``) or
+    ``function_call`` (a legacy OpenAI ``additional_kwargs["function_call"]``, whose
+    id is :func:`legacy_call_id` of its name)."""
     position: int | None = None
     """The content block's position, for a ``block`` copy."""
 
@@ -76,9 +123,10 @@ class Anatomy:
     """The message's text: ``(block position, text)``; string content is position None."""
     calls: tuple[Call, ...]
     """Every copy of every tool call (an AIMessage's), in the order ``tool_calls``,
-    ``invalid_tool_calls``, blocks, ``additional_kwargs``."""
+    ``invalid_tool_calls``, blocks, ``additional_kwargs``, legacy ``function_call``."""
     results: tuple[Result, ...]
-    """The tool results the message carries (a ToolMessage, or result blocks)."""
+    """The tool results the message carries (a ToolMessage or FunctionMessage, or
+    result blocks)."""
     reasoning: tuple[int, ...]
     """Positions of the reasoning blocks."""
     images: int
@@ -90,7 +138,7 @@ class Anatomy:
     content_texts: tuple[str, ...]
     """The texts a provider tokenizes in the content (no listed tool calls)."""
     call_texts: tuple[str, ...]
-    """The texts of ``tool_calls`` and ``invalid_tool_calls``."""
+    """The texts of ``tool_calls``, ``invalid_tool_calls`` and a legacy ``function_call``."""
     _index: dict[str, tuple[str, Any]] | None = field(
         default=None, init=False, repr=False, compare=False
     )
@@ -181,6 +229,17 @@ def _calls(message: AIMessage) -> list[Call]:
                     "additional_kwargs",
                 )
             )
+    legacy = legacy_call(message)
+    if legacy is not None:
+        name = legacy.get("name")
+        calls.append(
+            Call(
+                legacy_call_id(name),
+                name if isinstance(name, str) and name else "tool",
+                parsed_arguments(legacy.get("arguments", {})),
+                "function_call",
+            )
+        )
     return calls
 
 
@@ -192,8 +251,9 @@ def build(message: BaseMessage) -> Anatomy:
     reasoning: list[int] = []
     counted: list[str] = []
     costs = [0, 0, 0]  # images, media at a fixed cost, fixed tokens
-    # A ToolMessage is one result (its whole content); an AIMessage answers none.
-    answers = not isinstance(message, (AIMessage, ToolMessage))
+    # A ToolMessage or FunctionMessage is one result (its whole content); an
+    # AIMessage answers none.
+    answers = not isinstance(message, (AIMessage, *RESULT_MESSAGES))
     calls = _calls(message) if isinstance(message, AIMessage) else []
     listed = frozenset(
         c.id for c in calls if c.id and c.source in ("tool_calls", "invalid_tool_calls")
@@ -222,13 +282,17 @@ def build(message: BaseMessage) -> Anatomy:
             costs[0] += kind == "image"
             costs[1] += kind == "media" and cost == FILE_TOKENS
             costs[2] += cost
-    if isinstance(message, ToolMessage):
+    if isinstance(message, RESULT_MESSAGES):
         text = "\n".join(t for _, t in texts)
-        results.append(Result(message.tool_call_id, text, message.status == "error", None))
+        error = isinstance(message, ToolMessage) and message.status == "error"
+        results.append(Result(result_message_id(message), text, error, None))
     call_texts: list[str] = []
     if isinstance(message, AIMessage):
         call_texts = [call_text(call) for call in message.tool_calls]
         call_texts += [invalid_call_text(bad) for bad in message.invalid_tool_calls]
+        legacy = legacy_call(message)
+        if legacy is not None:
+            call_texts.append(legacy_call_text(legacy))
     return Anatomy(
         texts=tuple(texts),
         calls=tuple(calls),

@@ -24,6 +24,7 @@ __all__ = [
     "block_parts",
     "call_text",
     "invalid_call_text",
+    "legacy_call_text",
     "parsed_arguments",
     "result_text",
 ]
@@ -109,6 +110,13 @@ def call_text(call: Mapping[str, Any]) -> str:
 def invalid_call_text(bad: Mapping[str, Any]) -> str:
     """Return the text an invalid tool call is counted as: its name, raw arguments and id."""
     return f"{bad.get('name') or ''} {bad.get('args') or ''} {bad.get('id') or ''}"
+
+
+def legacy_call_text(call: Mapping[str, Any]) -> str:
+    """Return the text a legacy ``function_call`` is counted as: its name and raw arguments."""
+    name, args = call.get("name"), call.get("arguments")
+    args_text = args if isinstance(args, str) else "" if args is None else dumps(args)
+    return f"{name if isinstance(name, str) else ''} {args_text}"
 
 
 def parsed_arguments(args: Any) -> Any:

@@ -17,9 +17,15 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, FunctionMessage, ToolMessage
 
-from langchain_context_pipeline.messages.anatomy import message_text, read
+from langchain_context_pipeline.messages.anatomy import (
+    RESULT_MESSAGES,
+    legacy_call,
+    message_text,
+    read,
+    result_message_id,
+)
 from langchain_context_pipeline.messages.blocks import pair_results, paired_call
 from langchain_context_pipeline.messages.marks import METADATA_KEY, pipeline_kind
 from langchain_context_pipeline.messages.values import dumps
@@ -63,8 +69,13 @@ def message_ref(message: BaseMessage) -> str:
         seed = f"id:{message.id}"
     else:
         extra: Any = message.tool_call_id if isinstance(message, ToolMessage) else None
+        legacy = legacy_call(message)
+        if isinstance(message, FunctionMessage):
+            extra = ["function", message.name]
         if isinstance(message, AIMessage) and message.tool_calls:
             extra = message.tool_calls
+        elif legacy is not None:
+            extra = {"function_call": legacy}
         body = dumps([message.type, message.content, extra], sort_keys=True)
         seed = f"content:{body}"
     return hashlib.sha256(seed.encode("utf-8", "surrogatepass")).hexdigest()[:_LENGTH]
@@ -219,14 +230,14 @@ class RefIndex:
 
 
 def call_of(message: BaseMessage, messages: Iterable[BaseMessage]) -> dict[str, Any] | None:
-    """Return ``{"name", "args"}`` of the tool call a ToolMessage answers, if found.
+    """Return ``{"name", "args"}`` of the call a ToolMessage or FunctionMessage answers.
 
     The call is the one :func:`~langchain_context_pipeline.messages.blocks.pair_results`
     pairs ``message`` with in ``messages`` (the nearest preceding open call of its
     id, so a reused id names its own call); a ``message`` that is not one of
     ``messages`` is paired as if it came after them.
     """
-    if not isinstance(message, ToolMessage):
+    if not isinstance(message, RESULT_MESSAGES):
         return None
     history = list(messages)
     index = next((i for i, m in enumerate(history) if m is message), None)
@@ -234,7 +245,7 @@ def call_of(message: BaseMessage, messages: Iterable[BaseMessage]) -> dict[str, 
         history.append(message)
         index = len(history) - 1
     history = history[: index + 1]
-    found = paired_call(history, index, pair_results(history)).get(message.tool_call_id)
+    found = paired_call(history, index, pair_results(history)).get(result_message_id(message))
     return None if found is None else {"name": found[0], "args": found[1]}
 
 
@@ -256,6 +267,9 @@ def _body(message: BaseMessage) -> str:
             {"name": c["name"], "args": c["args"], "id": c.get("id")} for c in message.tool_calls
         ]
         text += ("\n" if text else "") + "[tool calls] " + dumps(calls)
+    legacy = legacy_call(message)
+    if legacy is not None:
+        text += ("\n" if text else "") + "[function call] " + dumps(legacy)
     return text
 
 
@@ -273,8 +287,8 @@ def render_span(messages: Sequence[BaseMessage]) -> str:
     parts: list[str] = []
     for message in messages:
         role = message.type
-        if isinstance(message, ToolMessage) and message.name:
-            role = f"tool {message.name}"
+        if isinstance(message, RESULT_MESSAGES) and message.name:
+            role = f"{role} {message.name}"
         parts.append(f"--- {role} {format_ref(message_ref(message))} ---\n{_body(message)}")
     return "\n".join(parts)
 

@@ -10,9 +10,9 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any, NamedTuple
 
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage
 
-from langchain_context_pipeline.messages.anatomy import read
+from langchain_context_pipeline.messages.anatomy import RESULT_MESSAGES, read
 from langchain_context_pipeline.messages.blocks import pair_results, result_ids
 from langchain_context_pipeline.messages.marks import pipeline_kind
 from langchain_context_pipeline.messages.references import format_ref, message_ref
@@ -66,7 +66,8 @@ def tool_parts(message: BaseMessage) -> Iterator[ToolCall | ToolResult]:
 
     Calls: LangChain ``tool_calls`` (those without an id first) and the calls only
     a content block carries (Anthropic ``tool_use``, Responses ``function_call``,
-    v1 ``tool_call``), once per id. Results: a ``ToolMessage`` is one; any other
+    v1 ``tool_call``, a legacy ``function_call``), once per id. Results: a
+    ``ToolMessage`` or ``FunctionMessage`` is one; any other
     message that is not an AIMessage yields its ``tool_result`` and
     ``function_call_output`` blocks.
     """
@@ -77,7 +78,7 @@ def tool_parts(message: BaseMessage) -> Iterator[ToolCall | ToolResult]:
         for cid, (name, args) in read(message).call_index().items():
             yield ToolCall(cid, name, args)
         return
-    if not isinstance(message, ToolMessage) and isinstance(message.content, str):
+    if not isinstance(message, RESULT_MESSAGES) and isinstance(message.content, str):
         return
     for result in read(message).results:
         yield ToolResult(result.call_id, result.text, result.is_error, len(result.others))

@@ -17,6 +17,7 @@ from langchain_core.messages import (
     ToolMessage,
 )
 
+from langchain_context_pipeline.messages.anatomy import RESULT_MESSAGES, result_message_id
 from langchain_context_pipeline.messages.blocks import pair_results
 from langchain_context_pipeline.messages.trim import cut_end, cut_json, cut_middle
 from langchain_context_pipeline.messages.values import dumps
@@ -104,9 +105,9 @@ def transcript_element(message: BaseMessage, names: dict[str, str] | None = None
     role = _role(message)
     text = message_text(message)
     parts = list(tool_parts(message))
-    if isinstance(message, ToolMessage):
+    if isinstance(message, RESULT_MESSAGES):
         if message.name:
-            names[message.tool_call_id] = message.name
+            names[result_message_id(message)] = message.name
         (result,) = (p for p in parts if isinstance(p, ToolResult))
         opening = f"<message{_attrs(type=role)}{_result_attrs(result, names)}>"
         return f"{opening}{_result_body(result, _MESSAGE_CHARS)}</message>"

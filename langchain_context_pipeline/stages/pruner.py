@@ -3,7 +3,8 @@
 Outside the protected tail (the newest messages within ``tail_budget`` tokens):
 
 - a tool result longer than ``tool_output_limit`` chars becomes a one-line brief
-  built from the arguments of the call it answers: a ``ToolMessage``'s content, or
+  built from the arguments of the call it answers: a ``ToolMessage``'s (or legacy
+  ``FunctionMessage``'s) content, or
   the result inside a ``tool_result`` (Anthropic) or ``function_call_output``
   (Responses) block of a user message, whose block keeps its type, its call id and
   its other keys;
@@ -25,11 +26,18 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage, ToolMessage
+from langchain_core.messages import AIMessage, BaseMessage
 from langchain_core.runnables import RunnableConfig
 
 from langchain_context_pipeline.errors import check_int
-from langchain_context_pipeline.messages.anatomy import Anatomy, one_pass, peek, read
+from langchain_context_pipeline.messages.anatomy import (
+    RESULT_MESSAGES,
+    Anatomy,
+    one_pass,
+    peek,
+    read,
+    result_message_id,
+)
 from langchain_context_pipeline.messages.blocks import (
     RESULT_BLOCKS,
     RESULT_CONTENT,
@@ -251,13 +259,14 @@ class Pruner(MessagesRunnable):
     def _may_change(self, message: BaseMessage) -> bool:
         """Whether pruning could change ``message``; False is certain, True is not.
 
-        Only tool results (ToolMessages, or result blocks in other messages' block
-        content) and AI messages are pruned, and a ToolMessage only when longer than
-        ``tool_output_limit``: a shorter one, or a message of string content that is
+        Only tool results (ToolMessages and legacy FunctionMessages, or result blocks
+        in other messages' block content) and AI messages are pruned, and a
+        ToolMessage or FunctionMessage only when longer than ``tool_output_limit``:
+        a shorter one, or a message of string content that is
         neither, is left as it is without snapshotting it for the memo (which would
         cost more than this check).
         """
-        if isinstance(message, ToolMessage):
+        if isinstance(message, RESULT_MESSAGES):
             content = message.content
             if isinstance(content, str):  # message_text, with no image to count
                 return len(content) > self.settings.tool_output_limit
@@ -279,8 +288,8 @@ class Pruner(MessagesRunnable):
         fresh Pruner would not. The stats are None when pruning changed nothing.
         """
         call: Any = None
-        if isinstance(message, ToolMessage):
-            call = calls.get(message.tool_call_id)
+        if isinstance(message, RESULT_MESSAGES):
+            call = calls.get(result_message_id(message))
         elif not isinstance(message, AIMessage) and not isinstance(message.content, str):
             call = [calls.get(cid) for cid in result_ids(message)]
         hit = self._memo.get(id(message))
@@ -308,7 +317,7 @@ class Pruner(MessagesRunnable):
     def _prune_one(
         self, message: BaseMessage, calls: Mapping[str, tuple[str, Any]], stats: PruneStats
     ) -> BaseMessage:
-        if isinstance(message, ToolMessage):
+        if isinstance(message, RESULT_MESSAGES):
             return self._brief(message, calls, stats)
         if not isinstance(message, AIMessage):
             return self._brief_blocks(message, calls, stats)
@@ -347,14 +356,15 @@ class Pruner(MessagesRunnable):
         return line
 
     def _brief(
-        self, message: ToolMessage, calls: Mapping[str, tuple[str, Any]], stats: PruneStats
+        self, message: BaseMessage, calls: Mapping[str, tuple[str, Any]], stats: PruneStats
     ) -> BaseMessage:
+        """Brief a ToolMessage or FunctionMessage over ``tool_output_limit``."""
         text = message_text(message)
         images = count_images(message)
         size = len(text) + images * IMAGE_TOKENS * 4
         if size <= self.settings.tool_output_limit:
             return message
-        name, args = calls.get(message.tool_call_id, (message.name or "tool", {}))
+        name, args = calls.get(result_message_id(message), (message.name or "tool", {}))
         # The brief ends with the original's reference, when the limit leaves room.
         line = self._brief_line(name, args, text, images, message_ref(message))
         meta = {**message.response_metadata, METADATA_KEY: {"kind": "brief"}}

@@ -42,6 +42,8 @@ from langchain_context_pipeline.messages.countable import (
     call_text,
     countable_parts,
     invalid_call_text,
+    legacy_call,
+    legacy_call_text,
 )
 from langchain_context_pipeline.tokens.encodings import text_tokenizer
 from langchain_context_pipeline.tokens.estimate import text_tokens
@@ -99,13 +101,17 @@ def estimate_message_tokens(message: BaseMessage) -> int:
         texts, fixed = countable_parts(message)
         return sum(text_tokens(t) for t in texts) + fixed + MESSAGE_OVERHEAD_TOKENS
     # String content, the common case: the same parts as countable_parts (the
-    # content, then each tool call and invalid tool call), each from a memo.
+    # content, then each tool call, invalid tool call and legacy function call),
+    # each from a memo.
     tokens = text_tokens(content) + MESSAGE_OVERHEAD_TOKENS
     if isinstance(message, AIMessage):
         for call in message.tool_calls:
             tokens += _call_tokens(call)
         for bad in message.invalid_tool_calls:
             tokens += text_tokens(invalid_call_text(bad))
+        legacy = legacy_call(message)
+        if legacy is not None:
+            tokens += text_tokens(legacy_call_text(legacy))
     return tokens
 
 

@@ -2,7 +2,8 @@
 
 Conversations mix LangChain ``tool_calls``, OpenAI chat ``additional_kwargs``,
 Anthropic ``tool_use``/``tool_result`` blocks, OpenAI Responses ``function_call``
-blocks and LangChain v1 ``tool_call`` blocks; reasoning blocks, images and
+blocks, LangChain v1 ``tool_call`` blocks and legacy OpenAI functions
+(``additional_kwargs["function_call"]`` answered by a ``FunctionMessage``, no ids); reasoning blocks, images and
 citations; numeric, list and deeply nested arguments; arbitrary Python values in
 arguments and tool-result blocks (``python_values``: sets, bytes, datetimes,
 Decimals, NaN, tuple and mixed keys, dataclasses, pydantic models, deep nesting);
@@ -22,6 +23,7 @@ from langchain_core.messages import (
     AIMessage,
     BaseMessage,
     ChatMessage,
+    FunctionMessage,
     HumanMessage,
     SystemMessage,
     ToolMessage,
@@ -30,7 +32,7 @@ from pydantic import BaseModel
 
 from langchain_context_pipeline import DIGEST, ContextPipeline
 
-FORMATS = ["langchain", "openai", "anthropic", "responses", "v1"]
+FORMATS = ["langchain", "openai", "anthropic", "responses", "v1", "legacy"]
 REASONING = ("thinking", "redacted_thinking", "reasoning")
 WORDS = ["alpha", "src/app.py", "npm test", "FAILED", "ok", "é", "日本", "\n", "{"]
 # Hostile strings tool output carries: forged references and tags, NUL, a lone surrogate.
@@ -258,6 +260,11 @@ def tool_turn(draw: st.DrawFn, ids: Callable[[], str]) -> list[BaseMessage]:
     ]
     content = draw(ai_content(calls, fmt))
     mid = f"m{ids()}"
+    if fmt == "legacy":  # one call a message, no id: the result names the function
+        call = calls[0]
+        legacy = {"name": call["name"], "arguments": json.dumps(call["args"])}
+        ai = AIMessage(content, additional_kwargs={"function_call": legacy}, id=mid)
+        return [ai, FunctionMessage(draw(texts()), name=call["name"], id=f"m{ids()}")]
     if fmt == "anthropic":
         ai = AIMessage(content, id=mid)
         results = [draw(anthropic_result(c["id"])) for c in calls]
@@ -381,12 +388,17 @@ def calls_of(message: BaseMessage) -> dict[str, list[Any]]:
             copies.setdefault(b["call_id"], []).append(json.loads(b["arguments"]))
     for raw in message.additional_kwargs.get("tool_calls", []):
         copies.setdefault(raw["id"], []).append(json.loads(raw["function"]["arguments"]))
+    legacy = message.additional_kwargs.get("function_call")
+    if legacy:  # no id: a legacy call is answered by a FunctionMessage of its name
+        copies.setdefault(f"function {legacy['name']}", []).append(legacy["arguments"])
     return copies
 
 
 def results_of(message: BaseMessage) -> list[str]:
     if isinstance(message, ToolMessage):
         return [message.tool_call_id]
+    if isinstance(message, FunctionMessage):
+        return [f"function {message.name}"]
     if isinstance(message, AIMessage):
         return []
     return [b["tool_use_id"] for b in _blocks(message) if b.get("type") == "tool_result"]
