@@ -73,8 +73,7 @@ REAL = [
     ("md", "# 04 · Real transcripts\n\nReplay a long, real agent run (a mini-swe-agent session on pvlib, bundled under the MIT licence) turn by turn, as the agent sent it, with and without the pipeline."),
     ("code", """from pathlib import Path
 
-from langchain_context_pipeline import DIGEST, ContextPipeline
-from langchain_context_pipeline.cli.transcripts import load_transcript
+from langchain_context_pipeline import DIGEST, ContextPipeline, load_transcript
 from langchain_context_pipeline.core.replay import replay
 
 examples = Path("..") / "examples" / "transcripts"
@@ -235,7 +234,7 @@ result = agent.invoke({"messages": [("user", "Find the bug in src/payments")]}, 
 print(result["messages"][-1].content)
 print(len(result["messages"]), "messages kept in the agent's state")"""),
     ("code", """sizes = [estimate_tokens(r) for r in model.seen]
-print("largest request:", max(sizes), "tokens of messages (system prompt and tools come on top)")
+print("largest request:", max(sizes), "tokens of messages, the system prompt included (the tool schemas come on top)")
 print("per step:", sizes)
 assert max(sizes) <= 8000"""),
 ]

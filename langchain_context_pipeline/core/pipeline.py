@@ -13,7 +13,7 @@ line); the sync and async shells here differ only in how the summarizer is calle
 from __future__ import annotations
 
 from collections.abc import Generator
-from typing import Any
+from typing import Any, get_args
 
 from langchain_core.callbacks import AsyncCallbackManagerForChainRun, CallbackManagerForChainRun
 from langchain_core.messages import BaseMessage
@@ -88,7 +88,11 @@ class ContextPipeline(PassPlanner, MessagesRunnable):
                 ``"provider:model"`` name; :data:`DIGEST` for the deterministic
                 digest; ``None`` to skip condensing (hard truncation follows pruning).
             token_counter: ``None``/``"estimate"``, ``"approximate"``, ``"tiktoken"``,
-                a ``BaseChatModel`` or a callable over a list of messages.
+                a ``BaseChatModel`` or a callable over a list of messages; or
+                ``"model"`` / ``"exact"``, the agent model's own count, which only the
+                hook and the middleware can give (they set the agent's model per
+                call; :meth:`compress` called directly raises ``RuntimeError``: pass
+                ``exact_token_counter(model)`` instead).
             summary_memory: where the model's summaries are remembered by the span
                 they replace, so a caller that carries no summary (an LCEL chain
                 called per turn) pays for each once: ``True`` for a memory of this
@@ -167,6 +171,10 @@ class ContextPipeline(PassPlanner, MessagesRunnable):
     ) -> tuple[PassPlan, Condenser | None, SummaryMemory | None]:
         """Return the pass planned for ``messages`` and who answers its requests."""
         check_int("reserved_tokens", reserved_tokens)
+        if over_budget not in get_args(OverBudget):
+            choices = " or ".join(repr(c) for c in get_args(OverBudget))
+            msg = f"over_budget must be {choices}, got {over_budget!r}"
+            raise ValueError(msg)
         total = self.settings.threshold if threshold is None else token_count(threshold)
         report = CompressionReport(total, limit=total - reserved_tokens, reserved=reserved_tokens)
         items = coerce_messages(messages)
@@ -209,6 +217,8 @@ class ContextPipeline(PassPlanner, MessagesRunnable):
         Raises:
             BudgetError: (a ``ValueError``) with ``over_budget="raise"``, when the
                 budget cannot be met; it names the sizes.
+            ValueError: for an ``over_budget`` that is neither ``"raise"`` nor
+                ``"minimal"``, or a ``reserved_tokens`` that is not an int >= 0.
         """
         plan, condenser, memory = self._prepare(
             messages, carried_summary, reserved_tokens, threshold, over_budget, standing_cuts

@@ -171,8 +171,29 @@ def estimate_tokens(messages: Sequence[BaseMessage]) -> int:
         (0, 4)
         >>> estimate_tokens([HumanMessage("你好世界")]) > estimate_tokens([HumanMessage("abcd")])
         True
+
+    Raises:
+        TypeError: when ``messages`` is not a sequence of ``BaseMessage`` (a string,
+            one message, an OpenAI-style dict: convert those with
+            ``langchain_core.messages.convert_to_messages`` first).
     """
-    return sum(estimate_message_tokens(m) for m in messages)
+    if isinstance(messages, (str, bytes, dict, BaseMessage)):
+        msg = (
+            "estimate_tokens: expected a sequence of BaseMessage, got "
+            f"{type(messages).__name__}; wrap one message in a list"
+        )
+        raise TypeError(msg)
+    try:
+        return sum(estimate_message_tokens(m) for m in messages)
+    except AttributeError:
+        for index, message in enumerate(messages):
+            if not isinstance(message, BaseMessage):
+                msg = (
+                    f"estimate_tokens: message {index} is a {type(message).__name__}, not a "
+                    "BaseMessage (convert with langchain_core.messages.convert_to_messages)"
+                )
+                raise TypeError(msg) from None
+        raise
 
 
 def _approximate_counter() -> TokenCounter:

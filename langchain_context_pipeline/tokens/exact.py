@@ -127,13 +127,14 @@ def exact_token_counter(model: Any, *, fallback: bool = False) -> TokenCounter:
     elif _counts_locally(model):
         return _model_counter(model)
     else:
+        what = repr(model) if isinstance(model, str) else f"{type(model).__name__} {name!r}"
         reason = (
-            f"{type(model).__name__} {name!r} is not an OpenAI model name with a tiktoken "
-            "encoding, and it has no get_num_tokens_from_messages of its own that counts "
-            f"locally (for OpenAI names: {OFFLINE_HINT})"
+            f"{what} is not an OpenAI model name with a tiktoken encoding, and has no "
+            "get_num_tokens_from_messages of its own that counts locally (for OpenAI "
+            f"names: {OFFLINE_HINT})"
         )
         if not fallback:
-            raise ValueError(f"token_counter='exact': no exact count for {reason}")
+            raise ValueError(f"token_counter='exact': no exact count: {reason}")
     logger.warning(
         "token_counter='exact': no exact count for this model (%s); counting with the "
         "default estimate, which never counts fewer tokens than the common tokenizers",

@@ -183,7 +183,7 @@ def test_without_an_exact_count_it_is_an_error_or_the_estimate_with_a_warning(
     caplog: pytest.LogCaptureFixture,
 ) -> None:
     model = named("claude-sonnet-4-5")
-    with pytest.raises(ValueError, match=r"no exact count for NamedModel 'claude-sonnet-4-5'"):
+    with pytest.raises(ValueError, match=r"no exact count: NamedModel 'claude-sonnet-4-5' is not"):
         exact_token_counter(model)
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         assert exact_token_counter(model, fallback=True) is estimate_tokens
@@ -273,3 +273,26 @@ def test_hook_exact_counts_with_the_agent_models_tokenizer() -> None:
     assert hook.pipeline.token_counter(MIXED) == by_encoding("o200k_base", MIXED) + 3
     with pytest.raises(ValueError, match="token_counter='exact' needs agent_model"):
         create_pre_model_hook(threshold=8000, token_counter="exact")
+
+
+def test_a_model_name_without_an_exact_count_is_named_once_in_the_error() -> None:
+    with pytest.raises(ValueError) as caught:
+        exact_token_counter("my-model")
+    text = str(caught.value)
+    assert text.startswith("token_counter='exact': no exact count: 'my-model' is not an OpenAI")
+    assert "str" not in text.split("(")[0]
+
+
+@pytest.mark.parametrize(
+    ("value", "named"),
+    [
+        ("hello", "got str"),
+        (HumanMessage("hello"), "got HumanMessage"),
+        ({"role": "user", "content": "hi"}, "got dict"),
+        ([HumanMessage("a"), {"role": "user", "content": "hi"}], "message 1 is a dict"),
+        (["hello"], "message 0 is a str"),
+    ],
+)
+def test_estimate_tokens_names_what_is_not_a_message(value: Any, named: str) -> None:
+    with pytest.raises(TypeError, match=named):
+        estimate_tokens(value)

@@ -396,3 +396,13 @@ def test_the_report_keeps_the_reserved_tokens_and_the_limit_apart() -> None:
     assert (data["limit"], data["reserved"]) == (14_500, 1_500)
     with pytest.raises(ValueError, match="reserved_tokens"):
         pipeline.compress(messages, reserved_tokens="many")  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("value", ["bogus", "Minimal", None])
+def test_an_unknown_over_budget_is_an_error_before_any_work(value: Any) -> None:
+    pipeline = ContextPipeline(threshold=1_000)
+    small = [HumanMessage("hi")]  # under the budget: it would pass unchecked
+    for messages in (small, [HumanMessage("word " * 2_000)]):
+        with pytest.raises(ValueError, match=r"over_budget must be 'raise' or 'minimal', got"):
+            pipeline.compress(messages, over_budget=value)
+    assert small == [HumanMessage("hi")]
