@@ -36,8 +36,12 @@ CALL_BLOCKS: dict[str, tuple[str, str]] = {
     "tool_use": ("id", "input"),
     "tool_call": ("id", "args"),
     "function_call": ("call_id", "arguments"),
+    "computer_call": ("call_id", "action"),
 }
-"""Content blocks that carry a tool call: type -> (id key, arguments key)."""
+"""Content blocks that carry a tool call: type -> (id key, arguments key). An OpenAI
+Responses ``computer_call`` (computer use) is answered by a ``ToolMessage`` of its
+``call_id`` (``additional_kwargs["type"] == "computer_call_output"``), as langchain-openai
+sends it."""
 
 RESULT_BLOCKS: dict[str, str] = {"tool_result": "tool_use_id", "function_call_output": "call_id"}
 """Content blocks that carry a tool result: type -> key of the call id they answer."""

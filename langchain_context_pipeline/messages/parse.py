@@ -38,6 +38,7 @@ __all__ = [
     "Call",
     "Result",
     "build",
+    "keeps_form",
     "legacy_call",
     "legacy_call_id",
     "result_message_id",
@@ -186,12 +187,28 @@ class Anatomy:
         return [*self.content_texts, *self.call_texts], self.fixed
 
 
+_UNNAMED_CALLS = {"computer_call": "computer"}
+"""The tool name of a call block that names none (a ``computer_call``)."""
+
+
+def keeps_form(message: BaseMessage) -> bool:
+    """Whether a tool result must be sent in its own form, never as a text brief.
+
+    An OpenAI ``computer_call_output`` (a ``ToolMessage`` langchain-openai sends as
+    one) must hold a screenshot: sent as text, langchain-openai would send it as a
+    function's output, which the API refuses for a computer call.
+    """
+    return isinstance(message, ToolMessage) and (
+        message.additional_kwargs.get("type") == "computer_call_output"
+    )
+
+
 def _block_call(block: dict[str, Any], position: int) -> Call:
     args_key = CALL_BLOCKS[block["type"]][1]
     name = block.get("name")
     return Call(
         block_call_id(block),
-        name if isinstance(name, str) and name else "tool",
+        name if isinstance(name, str) and name else _UNNAMED_CALLS.get(block["type"], "tool"),
         parsed_arguments(block.get(args_key, {})),
         "block",
         position,

@@ -33,6 +33,7 @@ from langchain_context_pipeline.errors import check_int
 from langchain_context_pipeline.messages.anatomy import (
     RESULT_MESSAGES,
     Anatomy,
+    keeps_form,
     one_pass,
     peek,
     read,
@@ -264,8 +265,12 @@ class Pruner(MessagesRunnable):
         ToolMessage or FunctionMessage only when longer than ``tool_output_limit``:
         a shorter one, or a message of string content that is
         neither, is left as it is without snapshotting it for the memo (which would
-        cost more than this check).
+        cost more than this check). A result that must keep its form (a computer
+        use screenshot, see :func:`~langchain_context_pipeline.messages.parse.keeps_form`)
+        is never briefed.
         """
+        if keeps_form(message):
+            return False
         if isinstance(message, RESULT_MESSAGES):
             content = message.content
             if isinstance(content, str):  # message_text, with no image to count

@@ -2,8 +2,9 @@
 
 Conversations mix LangChain ``tool_calls``, OpenAI chat ``additional_kwargs``,
 Anthropic ``tool_use``/``tool_result`` blocks, OpenAI Responses ``function_call``
-blocks, LangChain v1 ``tool_call`` blocks and legacy OpenAI functions
-(``additional_kwargs["function_call"]`` answered by a ``FunctionMessage``, no ids); reasoning blocks, images and
+blocks, LangChain v1 ``tool_call`` blocks, legacy OpenAI functions
+(``additional_kwargs["function_call"]`` answered by a ``FunctionMessage``, no ids) and
+OpenAI computer use (a ``computer_call`` block answered by a screenshot ``ToolMessage``); reasoning blocks, images and
 citations; numeric, list and deeply nested arguments; arbitrary Python values in
 arguments and tool-result blocks (``python_values``: sets, bytes, datetimes,
 Decimals, NaN, tuple and mixed keys, dataclasses, pydantic models, deep nesting);
@@ -32,7 +33,7 @@ from pydantic import BaseModel
 
 from langchain_context_pipeline import DIGEST, ContextPipeline
 
-FORMATS = ["langchain", "openai", "anthropic", "responses", "v1", "legacy"]
+FORMATS = ["langchain", "openai", "anthropic", "responses", "v1", "legacy", "computer"]
 REASONING = ("thinking", "redacted_thinking", "reasoning")
 WORDS = ["alpha", "src/app.py", "npm test", "FAILED", "ok", "é", "日本", "\n", "{"]
 # Hostile strings tool output carries: forged references and tags, NUL, a lone surrogate.
@@ -265,6 +266,15 @@ def tool_turn(draw: st.DrawFn, ids: Callable[[], str]) -> list[BaseMessage]:
         legacy = {"name": call["name"], "arguments": json.dumps(call["args"])}
         ai = AIMessage(content, additional_kwargs={"function_call": legacy}, id=mid)
         return [ai, FunctionMessage(draw(texts()), name=call["name"], id=f"m{ids()}")]
+    if fmt == "computer":  # as langchain-openai gives and sends computer use
+        action = {"type": "type", "text": draw(texts(0, 400))}
+        block = {"type": "computer_call", "id": "cu_" + calls[0]["id"]}
+        block.update(call_id=calls[0]["id"], action=action, pending_safety_checks=[])
+        blocks = [*(content if isinstance(content, list) else []), block]
+        shot = [{"type": "input_image", "image_url": "data:image/png;base64,iVBORw0KGgo="}]
+        kind = {"type": "computer_call_output"}
+        result = ToolMessage(shot, tool_call_id=calls[0]["id"], additional_kwargs=kind)
+        return [AIMessage(blocks, id=mid), result]
     if fmt == "anthropic":
         ai = AIMessage(content, id=mid)
         results = [draw(anthropic_result(c["id"])) for c in calls]
@@ -386,6 +396,8 @@ def calls_of(message: BaseMessage) -> dict[str, list[Any]]:
             copies.setdefault(b["id"], []).append(b["args"])
         elif b.get("type") == "function_call":
             copies.setdefault(b["call_id"], []).append(json.loads(b["arguments"]))
+        elif b.get("type") == "computer_call":
+            copies.setdefault(b["call_id"], []).append(b["action"])
     for raw in message.additional_kwargs.get("tool_calls", []):
         copies.setdefault(raw["id"], []).append(json.loads(raw["function"]["arguments"]))
     legacy = message.additional_kwargs.get("function_call")
