@@ -120,7 +120,9 @@ def _cut_down(message: BaseMessage, excess: int, meter: Meter, drop_reasoning: b
     if meter.one(shrunk) > meter.one(base):  # a marker longer than the text is no cut
         shrunk = base
     if meter.one(shrunk) > target and isinstance(shrunk, AIMessage):
-        shrunk = without_args(shrunk, ref)
+        bare = without_args(shrunk, ref)
+        if meter.one(bare) < meter.one(shrunk):  # a marker longer than the arguments is no cut
+            shrunk = bare
     return shrunk
 
 
@@ -169,6 +171,7 @@ def _select(
         index_chars, note_cost = note_room(budget, used, meter, carried)
     keep: set[int] = {i for u in mandatory for i in range(*u)}
     used += note_cost
+    priced = note_cost  # what ``used`` holds for the removal note
     required = set(mandatory)
     summaries: list[tuple[int, int]] = []
     fill: list[tuple[int, int]] = []
@@ -192,6 +195,7 @@ def _select(
             first = None
         else:
             used += note - note_cost
+            priced = note
     if first is None:
         # Keep as many newest units as fit, from a checkpoint on, so the dropped span
         # (and the note saying so) changes only every quarter budget.
@@ -216,6 +220,10 @@ def _select(
         if gone <= note:
             keep.update(dropped_at)
             used = meter.span(messages, 0, n)
+        else:  # the note as written, not its price
+            used += note - priced
+    else:  # nothing dropped: no note is written, so its price is not spent
+        used -= priced
     shrunk: dict[int, BaseMessage] = {}
     if used > budget:
         # What must be kept does not fit: cut the largest kept messages first, their

@@ -258,3 +258,39 @@ def test_a_message_nothing_can_cut_is_kept_as_the_callers_object() -> None:
     out = pipeline.invoke(history)
     assert "truncate" in pipeline.compress(history).report.stages
     assert out[-1] is last
+
+
+def _task_then_one_turn(reasoning: bool) -> list[BaseMessage]:
+    """A task, then one tool turn (the last unit, kept whole) bigger than what is left."""
+    content: list[str | dict[str, object]] = []
+    if reasoning:  # kept byte for byte in the last unit
+        encrypted = "gAAAA" + "Zx9q" * 150
+        content.append(
+            {"type": "reasoning", "id": "rs_1", "summary": [], "encrypted_content": encrypted}
+        )
+    content += [
+        {"type": "text", "text": "Running it."},
+        {"type": "function_call", "call_id": "c1", "name": "bash", "arguments": '{"cmd": "ls"}'},
+    ]
+    return [
+        HumanMessage(" ".join(f"task{i} word" for i in range(60))),
+        AIMessage(content),
+        ToolMessage("output line\n" * 100, tool_call_id="c1"),
+    ]
+
+
+@pytest.mark.parametrize(("reasoning", "threshold"), [(True, 800), (True, 760), (False, 180), (False, 240)])
+def test_the_task_keeps_what_room_is_left_when_nothing_is_dropped(
+    reasoning: bool, threshold: int
+) -> None:
+    # Nothing is dropped here (there is no middle), so no removal note is written:
+    # its price, and a marker longer than the tiny arguments it would replace, must
+    # not be taken from the task, which is cut to what is left of the budget.
+    messages = _task_then_one_turn(reasoning)
+    out = ContextPipeline(threshold=threshold, model=DIGEST).compress(messages).messages
+    assert estimate_tokens(out) <= threshold
+    assert len(out) == 3 and out[1].tool_calls == messages[1].tool_calls
+    assert out[1].content == messages[1].content
+    kept = [w for w in out[0].text.split() if w.startswith("task")]
+    assert kept[:3] == ["task0", "task1", "task2"]
+    assert threshold - estimate_tokens(out) < 40
