@@ -279,7 +279,9 @@ def _task_then_one_turn(reasoning: bool) -> list[BaseMessage]:
     ]
 
 
-@pytest.mark.parametrize(("reasoning", "threshold"), [(True, 800), (True, 760), (False, 180), (False, 240)])
+@pytest.mark.parametrize(
+    ("reasoning", "threshold"), [(True, 800), (True, 760), (False, 180), (False, 240)]
+)
 def test_the_task_keeps_what_room_is_left_when_nothing_is_dropped(
     reasoning: bool, threshold: int
 ) -> None:
