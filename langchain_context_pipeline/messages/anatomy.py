@@ -176,7 +176,7 @@ def _listed_only(message: AIMessage) -> bool:
         isinstance(message.content, str)
         and not message.invalid_tool_calls
         and not isinstance(message.additional_kwargs.get("tool_calls"), list)
-        and legacy_call(message) is None
+        and "function_call" not in message.additional_kwargs
     )
 
 

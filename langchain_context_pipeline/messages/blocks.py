@@ -38,7 +38,7 @@ import json
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import AIMessage, BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, FunctionMessage, ToolMessage
 
 from langchain_context_pipeline.messages import anatomy, parts
 from langchain_context_pipeline.messages.kinds import (
@@ -95,9 +95,11 @@ def result_ids(message: BaseMessage) -> list[str]:
     """
     if isinstance(message, AIMessage):
         return []
-    if isinstance(message, anatomy.RESULT_MESSAGES):
-        cid = anatomy.result_message_id(message)
-        return [cid] if cid else []
+    if isinstance(message, ToolMessage):
+        cid = message.tool_call_id
+        return [cid] if isinstance(cid, str) and cid else []
+    if isinstance(message, FunctionMessage):
+        return [anatomy.legacy_call_id(message.name)]
     if isinstance(message.content, str):
         return []
     return anatomy.read(message).result_ids()
@@ -141,6 +143,7 @@ def pair_results(messages: Sequence[BaseMessage]) -> dict[int, list[int]]:
     open_calls: dict[str, list[int]] = {}
     last_call: dict[str, int] = {}
     pairs: dict[int, list[int]] = {}
+    answering = anatomy.RESULT_MESSAGES
     for index, message in enumerate(messages):
         # A ToolMessage (or FunctionMessage) answers and makes no call; an AIMessage
         # makes calls and answers none; any other message with string content does
@@ -150,7 +153,7 @@ def pair_results(messages: Sequence[BaseMessage]) -> dict[int, list[int]]:
                 open_calls.setdefault(cid, []).append(index)
                 last_call[cid] = index
             continue
-        if not isinstance(message, anatomy.RESULT_MESSAGES) and isinstance(message.content, str):
+        if not isinstance(message, answering) and isinstance(message.content, str):
             continue
         for cid in result_ids(message):
             stack = open_calls.get(cid)

@@ -269,9 +269,9 @@ class Pruner(MessagesRunnable):
         use screenshot, see :func:`~langchain_context_pipeline.messages.parse.keeps_form`)
         is never briefed.
         """
-        if keeps_form(message):
-            return False
         if isinstance(message, RESULT_MESSAGES):
+            if keeps_form(message):
+                return False
             content = message.content
             if isinstance(content, str):  # message_text, with no image to count
                 return len(content) > self.settings.tool_output_limit

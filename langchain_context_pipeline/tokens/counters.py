@@ -109,9 +109,10 @@ def estimate_message_tokens(message: BaseMessage) -> int:
             tokens += _call_tokens(call)
         for bad in message.invalid_tool_calls:
             tokens += text_tokens(invalid_call_text(bad))
-        legacy = legacy_call(message)
-        if legacy is not None:
-            tokens += text_tokens(legacy_call_text(legacy))
+        if "function_call" in message.additional_kwargs:  # rare: skip the call otherwise
+            legacy = legacy_call(message)
+            if legacy is not None:
+                tokens += text_tokens(legacy_call_text(legacy))
     return tokens
 
 
