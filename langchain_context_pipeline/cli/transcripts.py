@@ -40,7 +40,6 @@ from typing import Any, Literal, get_args
 
 from langchain_core.load import dumpd
 from langchain_core.messages import (
-    AIMessage,
     BaseMessage,
     ChatMessage,
     convert_to_openai_messages,
@@ -49,6 +48,7 @@ from langchain_core.messages import (
 
 from langchain_context_pipeline.cli._documents import TranscriptFormat, parse_document
 from langchain_context_pipeline.cli.transcript_errors import TranscriptError
+from langchain_context_pipeline.messages.anatomy import legacy_call
 
 __all__ = [
     "TranscriptError",
@@ -220,7 +220,7 @@ def _to_openai(message: BaseMessage, index: int) -> dict[str, Any]:
     # convert_to_openai_messages leaves out a legacy function call (OpenAI's
     # "function_call", answered by a "function" message), which reads back into
     # additional_kwargs; written without it, the call would be lost.
-    legacy = message.additional_kwargs.get("function_call")
-    if isinstance(message, AIMessage) and isinstance(legacy, dict) and "function_call" not in item:
+    legacy = legacy_call(message)
+    if legacy is not None and "function_call" not in item:
         item["function_call"] = legacy
     return item
