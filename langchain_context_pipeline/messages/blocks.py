@@ -46,6 +46,7 @@ from langchain_context_pipeline.messages.kinds import (
     REASONING_BLOCKS,
     RESULT_BLOCKS,
     RESULT_CONTENT,
+    TEXT_INPUT_CALLS,
     block_type,
 )
 
@@ -213,14 +214,44 @@ def cut_call_arguments(message: AIMessage, cut: Callable[[Any], Any]) -> AIMessa
     """Return ``message`` with ``cut`` applied to every copy of its tool-call arguments.
 
     ``tool_calls`` (dicts), ``invalid_tool_calls`` (strings), tool-call content
-    blocks (``input``/``args`` dicts, ``arguments`` JSON strings), OpenAI-style
+    blocks (``input``/``args`` dicts, ``arguments`` JSON strings, a custom tool's
+    free-form ``input``, cut as text, its ``tool_calls`` entry alike), OpenAI-style
     ``additional_kwargs["tool_calls"]`` and a legacy ``additional_kwargs["function_call"]``
     are all cut, so no provider is sent the
     original. ``cut`` must be a fixed point. Returns ``message`` itself when
     nothing changes.
     """
     update: dict[str, Any] = {}
-    calls = [{**c, "args": cut(c["args"])} for c in message.tool_calls]
+    # A free-form input (see TEXT_INPUT_CALLS) is cut as the text it is; the
+    # ``tool_calls`` entry that lists it as ``{"__arg1": input}`` takes the same cut.
+    listed = {c.get("id"): c["args"] for c in message.tool_calls}
+    text_inputs: dict[Any, str] = {}
+    if not isinstance(message.content, str):
+        blocks: list[Any] = []
+        for block in message.content:
+            kind = block_type(block)
+            if isinstance(block, dict) and kind in CALL_BLOCKS and CALL_BLOCKS[kind][1] in block:
+                key = CALL_BLOCKS[kind][1]
+                value = block[key]
+                if kind in TEXT_INPUT_CALLS and isinstance(value, str):
+                    cut_text = cut(value)
+                    if not isinstance(cut_text, str):
+                        cut_text = json.dumps(cut_text, ensure_ascii=False)
+                    cid = block_call_id(block)
+                    if listed.get(cid) == {"__arg1": value}:
+                        text_inputs[cid] = cut_text
+                    block = {**block, key: cut_text}
+                else:
+                    block = {**block, key: _cut_arguments(value, cut)}
+            blocks.append(block)
+        if blocks != message.content:
+            update["content"] = blocks
+    calls = [
+        {**c, "args": {"__arg1": text_inputs[c.get("id")]}}
+        if c.get("id") in text_inputs
+        else {**c, "args": cut(c["args"])}
+        for c in message.tool_calls
+    ]
     if calls != message.tool_calls:
         update["tool_calls"] = calls
     invalid = [
@@ -229,16 +260,6 @@ def cut_call_arguments(message: AIMessage, cut: Callable[[Any], Any]) -> AIMessa
     ]
     if invalid != message.invalid_tool_calls:
         update["invalid_tool_calls"] = invalid
-    if not isinstance(message.content, str):
-        blocks: list[Any] = []
-        for block in message.content:
-            kind = block_type(block)
-            if isinstance(block, dict) and kind in CALL_BLOCKS and CALL_BLOCKS[kind][1] in block:
-                key = CALL_BLOCKS[kind][1]
-                block = {**block, key: _cut_arguments(block[key], cut)}
-            blocks.append(block)
-        if blocks != message.content:
-            update["content"] = blocks
     raw_calls = message.additional_kwargs.get("tool_calls")
     if isinstance(raw_calls, list):
         raw_out: list[Any] = []

@@ -23,6 +23,9 @@ __all__ = [
     "RESULT_BLOCKS",
     "RESULT_CONTENT",
     "TEXT_BLOCKS",
+    "TEXT_INPUT_CALLS",
+    "TEXT_KEYS",
+    "WRAPPED_RESULTS",
     "Kind",
     "block_kind",
     "block_type",
@@ -37,11 +40,20 @@ CALL_BLOCKS: dict[str, tuple[str, str]] = {
     "tool_call": ("id", "args"),
     "function_call": ("call_id", "arguments"),
     "computer_call": ("call_id", "action"),
+    "custom_tool_call": ("call_id", "input"),
 }
 """Content blocks that carry a tool call: type -> (id key, arguments key). An OpenAI
 Responses ``computer_call`` (computer use) is answered by a ``ToolMessage`` of its
 ``call_id`` (``additional_kwargs["type"] == "computer_call_output"``), as langchain-openai
-sends it."""
+sends it; a ``custom_tool_call`` (a free-form tool, langchain-openai's ``custom_tool``,
+whose ``input`` is one string, also listed in ``tool_calls`` as ``{"__arg1": input}``)
+by a ``ToolMessage`` holding a ``custom_tool_call_output`` block (see
+:data:`WRAPPED_RESULTS`)."""
+
+TEXT_INPUT_CALLS = frozenset({"custom_tool_call"})
+"""Call blocks whose arguments are one free-form string (never read as JSON): read
+as ``{"__arg1": input}``, as langchain-openai lists the call in ``tool_calls``, and
+cut as text."""
 
 RESULT_BLOCKS: dict[str, str] = {"tool_result": "tool_use_id", "function_call_output": "call_id"}
 """Content blocks that carry a tool result: type -> key of the call id they answer."""
@@ -52,9 +64,25 @@ RESULT_CONTENT: dict[str, str] = {"tool_result": "content", "function_call_outpu
 REASONING_BLOCKS = frozenset({"thinking", "redacted_thinking", "reasoning"})
 """Content blocks of model reasoning, kept whole or dropped whole, never edited."""
 
-TEXT_BLOCKS = frozenset({"text", "input_text", "output_text"})
-"""Content blocks of prose text (LangChain/Anthropic ``text``, Responses
-``input_text`` and ``output_text``): their ``text`` is the message's text."""
+TEXT_KEYS: dict[str, str] = {
+    "text": "text",
+    "input_text": "text",
+    "output_text": "text",
+    "custom_tool_call_output": "output",
+}
+"""Content blocks of text: type -> the key of the text. LangChain/Anthropic ``text``,
+Responses ``input_text`` and ``output_text``; and a custom tool's
+``custom_tool_call_output``, the form of a ``ToolMessage`` that answers a
+``custom_tool_call``, whose ``output`` is the result's text."""
+
+TEXT_BLOCKS = frozenset(TEXT_KEYS)
+"""Content blocks of text (see :data:`TEXT_KEYS`): their text is the message's text."""
+
+WRAPPED_RESULTS = frozenset({"custom_tool_call_output"})
+"""Text blocks that give a tool result its form: langchain-openai sends a
+``ToolMessage`` as a custom tool's output only when its content holds one (else as a
+function's output, which does not answer a ``custom_tool_call``), so a result
+rewritten (briefed, cut) keeps the block, with the new text in it."""
 
 IMAGE_BLOCKS = frozenset({"image", "image_url", "input_image"})
 """Content blocks of an image, charged :data:`IMAGE_TOKENS` each."""

@@ -19,6 +19,8 @@ from langchain_context_pipeline.messages.kinds import (
     FILE_TOKENS,
     RESULT_BLOCKS,
     RESULT_CONTENT,
+    TEXT_INPUT_CALLS,
+    TEXT_KEYS,
     block_kind,
     block_type,
 )
@@ -206,10 +208,13 @@ def keeps_form(message: BaseMessage) -> bool:
 def _block_call(block: dict[str, Any], position: int) -> Call:
     args_key = CALL_BLOCKS[block["type"]][1]
     name = block.get("name")
+    args = block.get(args_key, {})
+    if block["type"] in TEXT_INPUT_CALLS and isinstance(args, str):
+        args = {"__arg1": args}  # free-form input, as ``tool_calls`` lists it
     return Call(
         block_call_id(block),
         name if isinstance(name, str) and name else _UNNAMED_CALLS.get(block["type"], "tool"),
-        parsed_arguments(block.get(args_key, {})),
+        parsed_arguments(args),
         "block",
         position,
     )
@@ -283,7 +288,7 @@ def build(message: BaseMessage) -> Anatomy:
         for position, block in enumerate(content):
             kind = block_kind(block)
             if kind == "text":
-                text = block if isinstance(block, str) else block.get("text")
+                text = block if isinstance(block, str) else block.get(TEXT_KEYS[block["type"]])
                 if isinstance(text, str):
                     texts.append((position, text))
             elif kind == "reasoning":

@@ -14,6 +14,7 @@ from langchain_context_pipeline.messages.kinds import (
     CALL_BLOCKS,
     FILE_TOKENS,
     IMAGE_TOKENS,
+    TEXT_KEYS,
     block_kind,
     block_type,
 )
@@ -58,10 +59,10 @@ def _inline_document_text(block: dict[str, Any]) -> list[Any] | str | None:
 def block_parts(block: Any, texts: list[str], skip_ids: frozenset[str]) -> int:
     """Append the countable texts of one block to ``texts``; return its fixed cost.
 
-    A call block that repeats a ``tool_calls`` entry (``skip_ids``) is skipped
-    (counted once, from ``tool_calls``); results and reasoning (thinking text and
-    signature, redacted data, encrypted content) are counted by every value they
-    send.
+    A call block that repeats a ``tool_calls`` entry (``skip_ids``) is counted by
+    its keys other than the call's (those are counted once, from ``tool_calls``);
+    results and reasoning (thinking text and signature, redacted data, encrypted
+    content) are counted by every value they send.
     """
     if isinstance(block, str):
         texts.append(block)
@@ -70,13 +71,25 @@ def block_parts(block: Any, texts: list[str], skip_ids: frozenset[str]) -> int:
         texts.append(dumps(block))  # any value, any depth (a list nested in a result)
         return 0
     kind = block_kind(block)
-    if kind in ("text", "plain") and isinstance(block.get("text"), str):
-        texts.append(block["text"])
+    key = TEXT_KEYS[block["type"]] if kind == "text" else "text"  # "text-plain": its text
+    if kind in ("text", "plain") and isinstance(block.get(key), str):
+        texts.append(block[key])
         return 0
     if kind == "image":
         return IMAGE_TOKENS
     if kind == "call" and block_call_id(block) in skip_ids:
-        return 0  # the same call is counted once, from `tool_calls`
+        # The same call is counted once, from `tool_calls` (its id, name and
+        # arguments); the block's own keys (a Responses item ``id``, ``status``) are
+        # sent beside them.
+        id_key, args_key = CALL_BLOCKS[block["type"]]
+        for key, value in block.items():
+            if key not in _SKIPPED_KEYS and key not in (id_key, args_key, "name"):
+                if isinstance(value, str):
+                    if value:
+                        texts.append(value)
+                elif value is not None:
+                    texts.append(dumps(value))
+        return 0
     if kind == "media":
         inline = _inline_document_text(block)
         if inline is None:

@@ -16,6 +16,8 @@ from langchain_context_pipeline.messages.blocks import cut_call_arguments
 from langchain_context_pipeline.messages.kinds import (
     RESULT_BLOCKS,
     RESULT_CONTENT,
+    TEXT_KEYS,
+    WRAPPED_RESULTS,
     block_kind,
     block_type,
 )
@@ -190,10 +192,11 @@ def replace_text(message: BaseMessage, text: str) -> Any:
     """Return the message's content with its text replaced by ``text``.
 
     String content becomes ``text``; in block content the first text block (any
-    text kind: ``text``, ``input_text``, ``output_text``, a bare string) takes
-    ``text`` (keeping its other keys: a Responses ``id`` and ``annotations``,
-    Anthropic ``citations``), the other text blocks go, and non-text blocks
-    (images, tool calls, reasoning) stay where they were.
+    text kind: ``text``, ``input_text``, ``output_text``, a custom tool's
+    ``custom_tool_call_output``, a bare string) takes ``text`` (keeping its other
+    keys: a Responses ``id`` and ``annotations``, Anthropic ``citations``), the other
+    text blocks go, and non-text blocks (images, tool calls, reasoning) stay where
+    they were.
     """
     content = message.content
     if isinstance(content, str):
@@ -205,11 +208,28 @@ def replace_text(message: BaseMessage, text: str) -> Any:
         if position not in texts:
             out.append(block)
         elif not placed:
-            out.append({**block, "text": text} if isinstance(block, dict) else text)
+            key = TEXT_KEYS[block["type"]] if isinstance(block, dict) else ""
+            out.append({**block, key: text} if isinstance(block, dict) else text)
             placed = True
     if not placed:
         out.insert(0, {"type": "text", "text": text})
     return out
+
+
+def result_content(message: BaseMessage, text: str) -> Any:
+    """Return the content of a tool result rewritten as ``text`` (a brief), in its form.
+
+    ``text`` itself, unless the result must keep a block to be sent as what it is
+    (:data:`~langchain_context_pipeline.messages.kinds.WRAPPED_RESULTS`: a custom
+    tool's output): then that block alone, holding ``text``.
+    """
+    content = message.content
+    if not isinstance(content, str):
+        for block in content:
+            kind = block_type(block)
+            if kind in WRAPPED_RESULTS and isinstance(block, dict):
+                return [{**block, TEXT_KEYS[kind]: text}]
+    return text
 
 
 def slim_blocks(content: list[Any], drop_reasoning: bool, ref: str = "") -> list[Any]:
@@ -251,12 +271,17 @@ def without_args(message: AIMessage, ref: str = "") -> AIMessage:
 
     The last resort of hard truncation, when even :func:`cut_json` at a small
     limit leaves the message over its share: each non-empty argument value (every
-    copy a provider would send) becomes ``{"…": "[arguments cut ref=ab12cd34]"}``.
+    copy a provider would send) becomes ``{"…": "[arguments cut ref=ab12cd34]"}`` (a
+    free-form input, the marker's text).
     A fixed point: the marker is replaced by itself.
     """
     named = f" ref={ref}" if ref else ""
-    marker = {ARGUMENTS_CUT: f"[arguments cut to fit the context window{named}]"}
-    return cut_call_arguments(message, lambda value: marker if value else value)
+    text = f"[arguments cut to fit the context window{named}]"
+    marker = {ARGUMENTS_CUT: text}
+    # A free-form input (a custom tool's) is one string: it becomes the marker's text.
+    return cut_call_arguments(
+        message, lambda value: (text if isinstance(value, str) else marker) if value else value
+    )
 
 
 def with_cut_args(message: AIMessage, limit: int, ref: str = "") -> tuple[AIMessage, bool]:

@@ -56,7 +56,12 @@ from langchain_context_pipeline.messages.snapshot import (
     message_state,
     message_unchanged,
 )
-from langchain_context_pipeline.messages.trim import cut_middle, replace_text, with_cut_args
+from langchain_context_pipeline.messages.trim import (
+    cut_middle,
+    replace_text,
+    result_content,
+    with_cut_args,
+)
 from langchain_context_pipeline.messages.units import Split
 from langchain_context_pipeline.messages.values import dumps
 from langchain_context_pipeline.stages.briefs import brief_for
@@ -374,7 +379,8 @@ class Pruner(MessagesRunnable):
         line = self._brief_line(name, args, text, images, message_ref(message))
         meta = {**message.response_metadata, METADATA_KEY: {"kind": "brief"}}
         stats.briefed += 1
-        return message.model_copy(update={"content": line, "response_metadata": meta})
+        content = result_content(message, line)  # a custom tool's output keeps its block
+        return message.model_copy(update={"content": content, "response_metadata": meta})
 
     def _brief_blocks(
         self, message: BaseMessage, calls: Mapping[str, tuple[str, Any]], stats: PruneStats

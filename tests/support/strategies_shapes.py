@@ -4,7 +4,9 @@ Conversations mix LangChain ``tool_calls``, OpenAI chat ``additional_kwargs``,
 Anthropic ``tool_use``/``tool_result`` blocks, OpenAI Responses ``function_call``
 blocks, LangChain v1 ``tool_call`` blocks, legacy OpenAI functions
 (``additional_kwargs["function_call"]`` answered by a ``FunctionMessage``, no ids) and
-OpenAI computer use (a ``computer_call`` block answered by a screenshot ``ToolMessage``); reasoning blocks, images and
+OpenAI computer use (a ``computer_call`` block answered by a screenshot ``ToolMessage``)
+and free-form tools (a ``custom_tool_call`` block, also in ``tool_calls``, answered by
+a ``ToolMessage`` holding a ``custom_tool_call_output`` block); reasoning blocks, images and
 citations; numeric, list and deeply nested arguments; arbitrary Python values in
 arguments and tool-result blocks (``python_values``: sets, bytes, datetimes,
 Decimals, NaN, tuple and mixed keys, dataclasses, pydantic models, deep nesting);
@@ -33,7 +35,7 @@ from pydantic import BaseModel
 
 from langchain_context_pipeline import DIGEST, ContextPipeline
 
-FORMATS = ["langchain", "openai", "anthropic", "responses", "v1", "legacy", "computer"]
+FORMATS = ["langchain", "openai", "anthropic", "responses", "v1", "legacy", "computer", "custom"]
 REASONING = ("thinking", "redacted_thinking", "reasoning")
 WORDS = ["alpha", "src/app.py", "npm test", "FAILED", "ok", "é", "日本", "\n", "{"]
 # Hostile strings tool output carries: forged references and tags, NUL, a lone surrogate.
@@ -275,6 +277,23 @@ def tool_turn(draw: st.DrawFn, ids: Callable[[], str]) -> list[BaseMessage]:
         kind = {"type": "computer_call_output"}
         result = ToolMessage(shot, tool_call_id=calls[0]["id"], additional_kwargs=kind)
         return [AIMessage(blocks, id=mid), result]
+    if fmt == "custom":  # free-form tools, as langchain-openai gives and sends them
+        inputs = [draw(texts(0, 800)) for _ in calls]
+        blocks = [*(content if isinstance(content, list) else [])]
+        blocks += [
+            {"type": "custom_tool_call", "id": "ctc_" + c["id"], "call_id": c["id"]}
+            | {"name": c["name"], "input": text}
+            for c, text in zip(calls, inputs, strict=True)
+        ]
+        listed = [
+            {"name": c["name"], "args": {"__arg1": text}, "id": c["id"], "type": "tool_call"}
+            for c, text in zip(calls, inputs, strict=True)
+        ]
+        out = [AIMessage(blocks, tool_calls=listed, id=mid)]
+        for c in calls:
+            output = [{"type": "custom_tool_call_output", "output": draw(texts())}]
+            out.append(ToolMessage(output, tool_call_id=c["id"], id=f"m{ids()}"))
+        return out
     if fmt == "anthropic":
         ai = AIMessage(content, id=mid)
         results = [draw(anthropic_result(c["id"])) for c in calls]
@@ -398,6 +417,8 @@ def calls_of(message: BaseMessage) -> dict[str, list[Any]]:
             copies.setdefault(b["call_id"], []).append(json.loads(b["arguments"]))
         elif b.get("type") == "computer_call":
             copies.setdefault(b["call_id"], []).append(b["action"])
+        elif b.get("type") == "custom_tool_call":  # listed as {"__arg1": input} too
+            copies.setdefault(b["call_id"], []).append({"__arg1": b["input"]})
     for raw in message.additional_kwargs.get("tool_calls", []):
         copies.setdefault(raw["id"], []).append(json.loads(raw["function"]["arguments"]))
     legacy = message.additional_kwargs.get("function_call")

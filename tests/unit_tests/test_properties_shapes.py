@@ -92,7 +92,7 @@ def _pairs(messages: list[BaseMessage], out: list[BaseMessage], pipeline: Contex
     assert not broken_pairs(out), broken_pairs(out)
     for message in out:  # every copy a provider would send carries the same arguments
         for cid, copies in calls_of(message).items():
-            assert all(c == copies[0] for c in copies), f"copies of call {cid} differ"
+            assert all(c == copies[0] for c in copies), f"copies of call {cid} differ: {copies}"
 
 
 @given(conversations(), pipelines(), modes)

@@ -456,6 +456,13 @@ def _is_text(block: Any) -> bool:
 def results_in(message: BaseMessage) -> list[tuple[str, Any, dict[str, Any] | None]]:
     """Each tool result a message carries: (call id, result, the block or None)."""
     if isinstance(message, ToolMessage):
+        custom = [
+            b
+            for b in message.content
+            if isinstance(b, dict) and b.get("type") == "custom_tool_call_output"
+        ]
+        if custom:  # a custom tool's output: the result is the block's (kept) output
+            return [(message.tool_call_id, custom[0]["output"], custom[0])]
         return [(message.tool_call_id, message.content, None)]
     if isinstance(message, AIMessage) or isinstance(message.content, str):
         return []
@@ -494,8 +501,9 @@ def test_every_old_bulky_result_is_briefed_in_every_format(
                 assert new.endswith(format_ref(message_ref(before)))
             if old_block is not None:  # the block keeps everything but its result
                 assert new_block is not None
-                assert {k: v for k, v in new_block.items() if k != "content"} == {
-                    k: v for k, v in old_block.items() if k != "content"
+                key = "output" if old_block["type"] == "custom_tool_call_output" else "content"
+                assert {k: v for k, v in new_block.items() if k != key} == {
+                    k: v for k, v in old_block.items() if k != key
                 }
 
 
