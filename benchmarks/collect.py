@@ -259,6 +259,7 @@ def low_water_dict(grid: WindowResult, main: WindowResult) -> dict[str, Any]:
         worst = max(shares, key=lambda name: shares[name]) if shares else None
         out[strategy.key] = {
             "low_water": getattr(strategy, "low_water", None),
+            "brief_names": getattr(strategy, "brief_names", True),
             "base": getattr(strategy, "base_key", None),
             **stats_dict(grid.total(strategy.key), main.total("none"), False),
             "worst": None if worst is None else {"transcript": worst, "cost_share": shares[worst]},

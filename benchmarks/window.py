@@ -91,6 +91,8 @@ class _MiddlewareUsage(Strategy):
     """The tokenizer the stub provider reports usage in (and the run is held to)."""
     low_water: float | None = None
     """The middleware's ``low_water`` (``None``: its default)."""
+    brief_names: bool = True
+    """The middleware's ``brief_names``."""
 
     def __init__(self, window: int, fake: FakeSummarizer) -> None:
         super().__init__(window, fake)
@@ -99,6 +101,7 @@ class _MiddlewareUsage(Strategy):
             tail_budget=self.tail,
             model=fake if self.summarizer else None,
             recall_tool=False,
+            brief_names=self.brief_names,
             **({} if self.low_water is None else {"low_water": self.low_water}),
         )
         self.state: dict[str, Any] = {}
@@ -201,35 +204,54 @@ LOW_WATER_GRID = (0.4, 0.5, 0.6, 0.7, 0.85, 1.0)
 
 def low_water_strategies(values: Sequence[float] = LOW_WATER_GRID) -> list[type[Strategy]]:
     """The default pipeline, the hook path (prune + condense) and the default with
-    usage reported (the middleware), at each ``low_water``."""
+    usage reported (the middleware), at each ``low_water``; and each at the default
+    ``low_water`` with ``brief_names=False``."""
     from benchmarks.strategies import OursCondense, OursDefault
     from langchain_context_pipeline import ContextPipeline
+    from langchain_context_pipeline.stages.settings import DEFAULT_LOW_WATER
+
+    points = [(value, True) for value in values] + [(DEFAULT_LOW_WATER, False)]
+
+    def suffix(value: float, names: bool) -> str:
+        return f"@{value:g}" + ("" if names else "-no-names")
+
+    def label(value: float, names: bool) -> str:
+        return f", low_water={value:g}" + ("" if names else ", brief_names=False")
 
     out: list[type[Strategy]] = []
-    for value in values:
+    for value, names in points:
         attributes = {
-            "key": f"{OursDefaultUsage.key}@{value:g}",
-            "label": f"{OursDefaultUsage.label}, low_water={value:g}",
+            "key": OursDefaultUsage.key + suffix(value, names),
+            "label": OursDefaultUsage.label + label(value, names),
             "low_water": value,
+            "brief_names": names,
             "base_key": OursDefaultUsage.key,
         }
         out.append(type("OursDefaultUsageLowWater", (OursDefaultUsage,), attributes))
     for base in (OursDefault, OursCondense):
-        for value in values:
+        for value, names in points:
 
             def build(
-                self: Any, value: float = value, condense: bool = base is OursCondense
+                self: Any,
+                value: float = value,
+                names: bool = names,
+                condense: bool = base is OursCondense,
             ) -> Any:
                 model = self.fake if condense else None
                 return ContextPipeline(
-                    threshold=self.window, tail_budget=self.tail, model=model, low_water=value
+                    threshold=self.window,
+                    tail_budget=self.tail,
+                    model=model,
+                    low_water=value,
+                    brief_names=names,
                 )
 
             attributes = {
-                "key": f"{base.key}@{value:g}",
-                "label": f"{base.label}, low_water={value:g}",
+                "key": base.key + suffix(value, names),
+                "label": base.label + label(value, names),
                 "_build": build,
                 "low_water": value,
+                "brief_names": names,
                 "base_key": base.key,
             }
             out.append(type(base.__name__ + "LowWater", (base,), attributes))
@@ -375,7 +397,7 @@ def window_markdown(out: dict[str, Any]) -> list[str]:
 
 
 def low_water_markdown(out: dict[str, Any]) -> list[str]:
-    """The ``low_water`` grid: cost, cached share, retention and fill of each point."""
+    """The ``low_water`` grid (and names in briefs off): cost, cached share, retention, fill."""
     grid = out.get("low_water")
     if not grid:
         return ["Not run (quick mode).", ""]
@@ -384,6 +406,7 @@ def low_water_markdown(out: dict[str, Any]) -> list[str]:
         header = [
             "configuration",
             "low_water",
+            "brief names",
             "cost vs none",
             "cached",
             "tool-arg retention",
@@ -401,6 +424,7 @@ def low_water_markdown(out: dict[str, Any]) -> list[str]:
                     [
                         str(t["base"]),
                         f"{t['low_water']:g}",
+                        "on" if t.get("brief_names", True) else "off",
                         _pct(t["cost_share"]),
                         _pct(t["cached_share"]),
                         _pct(t["retention"]["args"]),

@@ -24,6 +24,7 @@ from typing import Any
 from langchain_core.messages import BaseMessage
 
 from langchain_context_pipeline.messages.kinds import MARKABLE_BLOCKS
+from langchain_context_pipeline.messages.snapshot import Transient
 
 __all__ = [
     "CACHE_CONTROL",
@@ -153,7 +154,7 @@ def hint_request(request: Any, stable_prefix: int) -> Any:
     return request if marked is None else request.override(messages=marked)
 
 
-class PrefixWatch:
+class PrefixWatch(Transient):
     """What a provider's prompt cache saw: each request's prefix repeated from the last.
 
     Remembers each conversation's previous output (the least recently seen

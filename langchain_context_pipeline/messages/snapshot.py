@@ -30,15 +30,17 @@ from __future__ import annotations
 
 import itertools
 import marshal
+import threading
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import Any, ClassVar
 
 from langchain_core.messages import BaseMessage
 
 from langchain_context_pipeline.messages.values import snapshot
 
 __all__ = [
+    "Transient",
     "forgetter",
     "message_snapshot",
     "message_state",
@@ -194,3 +196,30 @@ def message_snapshot(message: BaseMessage, *more: Any) -> Any:
         snapshot(extra) if extra else None,
         snapshot(more),
     )
+
+
+class Transient:
+    """Mixin: the attributes named in ``transient`` are left out of copies and pickles.
+
+    A ``threading.Lock`` cannot be copied or pickled, and a memo keyed by object
+    identity means nothing in a copy: ``copy.copy``, ``copy.deepcopy`` and ``pickle``
+    leave them out of the object's state, and the copy gets a new ``_lock`` (when
+    ``_lock`` is transient) and whatever :meth:`_fresh` sets; every other attribute
+    is copied as usual.
+    """
+
+    transient: ClassVar[tuple[str, ...]] = ("_lock",)
+
+    def __getstate__(self) -> dict[str, Any]:
+        """Return the attributes to copy: all but the transient ones."""
+        return {k: v for k, v in self.__dict__.items() if k not in self.transient}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        """Restore the copied attributes and build the transient ones anew."""
+        self.__dict__.update(state)
+        self._fresh()
+
+    def _fresh(self) -> None:
+        """Set the transient attributes of a new copy (a new lock by default)."""
+        if "_lock" in self.transient:
+            self._lock = threading.Lock()

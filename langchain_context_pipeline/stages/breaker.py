@@ -22,6 +22,7 @@ from collections.abc import Sequence
 from langchain_core.messages import BaseMessage
 from langchain_core.runnables import ensure_config
 
+from langchain_context_pipeline.messages.snapshot import Transient
 from langchain_context_pipeline.tokens.counters import message_text
 
 __all__ = ["BreakerBank", "CircuitBreaker", "conversation_key"]
@@ -30,7 +31,7 @@ _HEAD_MESSAGES = 2
 """Messages that name a conversation when the run has no ``thread_id``."""
 
 
-class CircuitBreaker:
+class CircuitBreaker(Transient):
     """Opens after ``failure_limit`` failures in a row, for ``cooldown_calls`` calls.
 
     While open, :meth:`allow` says no and the digest stands in without a call; when
@@ -91,7 +92,7 @@ def conversation_key(messages: Sequence[BaseMessage]) -> str:
     return "head:" + key.hexdigest()
 
 
-class BreakerBank:
+class BreakerBank(Transient):
     """One :class:`CircuitBreaker` per conversation, the least recently used forgotten."""
 
     def __init__(self, failure_limit: int, cooldown_calls: int, size: int = 4096) -> None:

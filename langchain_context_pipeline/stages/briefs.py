@@ -1,11 +1,14 @@
 """One-line briefs that stand in for old, bulky tool results.
 
 A brief says what a tool call did and how big its result was, built from the
-arguments of the call the ToolMessage answers::
+arguments of the call the ToolMessage answers, then fills its line (up to the tool
+output limit) with the names the result holds: paths, file and dotted names,
+snake_case and CamelCase identifiers, each once, in the order they first appear, so
+the agent still knows what it saw and can ask for it again::
 
-    [read_file] src/app.py (45,210 chars)
-    [execute] "npm test" -> 32 lines output
-    [search] "token limit" (12,400 chars result)
+    [read_file] src/app.py (45,210 chars) names: create_app AppConfig db.session ...
+    [execute] "npm test" -> 32 lines output names: src/api.test.ts handleRequest ...
+    [search] "token limit" (12,400 chars result) names: docs/limits.md max_tokens ...
 
 Users add briefs for their own tools with ``briefs={"my_tool": fn}``, where ``fn``
 takes the tool's name, its call's arguments and its output text.
@@ -19,8 +22,9 @@ from typing import Any
 
 from langchain_context_pipeline.messages.trim import cut_json
 from langchain_context_pipeline.messages.values import dumps
+from langchain_context_pipeline.tokens.memo import Memo
 
-__all__ = ["BUILTIN_BRIEFS", "BriefFunction", "brief_for", "shorten"]
+__all__ = ["BUILTIN_BRIEFS", "BriefFunction", "brief_for", "shorten", "with_names"]
 
 BriefFunction = Callable[[str, Mapping[str, Any], str], str]
 """A brief function: ``fn(tool_name, call_args, output_text) -> one line``."""
@@ -178,6 +182,72 @@ BUILTIN_BRIEFS: Mapping[str, BriefFunction] = {
 _BROWSER = re.compile(r"^browser[_.-]")
 
 
+NAMES_SCAN = (2_000, 1_000)
+"""Characters of a result searched for names: the first, then the last."""
+NAMES_HELD = 2_000
+"""Characters of names kept per result (no brief line holds more)."""
+_NAMES_TAG = " names:"
+_SEPARATORS = str.maketrans(dict.fromkeys("!\"#$%&'()*+,:;<=>?@[\\]^`{|}~", " "))
+"""ASCII marks that end a name (a name keeps ``_``, ``.``, ``/`` and ``-``)."""
+
+
+def _is_name(token: str) -> bool:
+    """Whether ``token`` reads as a path, file or dotted name, snake_case or CamelCase."""
+    if len(token) < 3 or token.lower() == token.upper():  # too short, or no letter
+        return False
+    if "/" in token or "_" in token:
+        return True
+    if "." in token:  # a file or dotted name: a letter after its last dot
+        return token.rpartition(".")[2][:1].isalpha()
+    # CamelCase or camelCase: an uppercase letter after a lowercase one.
+    return token.isalnum() and not (token.islower() or token.isupper() or token.istitle())
+
+
+def _names(output: str) -> tuple[str, ...]:
+    """The names in ``output``'s scanned part, each once, in order (see :func:`_is_name`)."""
+    head, tail = NAMES_SCAN
+    text = output if len(output) <= head + tail else f"{output[:head]}\n{output[-tail:]}"
+    tokens = dict.fromkeys(t.strip(".-") for t in text.translate(_SEPARATORS).split())
+    names: list[str] = []
+    held = 0
+    for token in tokens:
+        if _is_name(token):
+            names.append(token)
+            held += len(token) + 1
+            if held > NAMES_HELD:
+                break
+    return tuple(names)
+
+
+_names_memo: Memo[str, tuple[str, ...]] = Memo(_names, 8 * 1024 * 1024)
+"""The names of each result text: an agent re-sends the same old results every turn
+(new objects, when a checkpointer reads them back), so each text is read once."""
+
+
+def with_names(line: str, output: str, limit: int) -> str:
+    """Return ``line`` followed by the names ``output`` holds, within ``limit`` chars.
+
+    The names are paths, file and dotted names, snake_case and CamelCase
+    identifiers of three characters or more, not already in ``line``, each once,
+    in the order they first appear in the first and last characters of ``output``
+    (:data:`NAMES_SCAN`); as many as fit. ``line`` itself when none fits.
+    """
+    room = limit - len(line) - len(_NAMES_TAG)
+    if room < 4:
+        return line
+    names: list[str] = []
+    for name in _names_memo[output]:
+        if name in line:
+            continue
+        if len(name) + 1 > room:
+            continue  # a shorter one may still fit
+        names.append(name)
+        room -= len(name) + 1
+        if room < 4:
+            break
+    return f"{line}{_NAMES_TAG} {' '.join(names)}" if names else line
+
+
 def brief_for(
     name: str,
     args: Mapping[str, Any],
@@ -185,12 +255,16 @@ def brief_for(
     *,
     registry: Mapping[str, BriefFunction] | None = None,
     limit: int = 500,
+    names: bool = False,
 ) -> str:
     """Return the one-line brief of a tool result, at most ``limit`` chars.
 
     The user's ``registry`` wins over the built-ins; an unknown tool gets the
     generic ``[name] key=value (N chars)`` brief. A brief builder that raises or
-    returns something other than text falls back to the generic brief.
+    returns something other than text falls back to the generic brief. A built-in or
+    generic brief then takes the names the output holds (:func:`with_names`) up to
+    ``limit`` when ``names`` is True (the Pruner's ``brief_names``); a brief of the
+    user's is left as it is.
     """
     builder: BriefFunction | None = (registry or {}).get(name) or BUILTIN_BRIEFS.get(name)
     if builder is None and _BROWSER.match(name):
@@ -203,4 +277,7 @@ def brief_for(
             line = None
     if not isinstance(line, str) or not line.strip():
         line = brief_generic(name, args, output)
-    return shorten(line, limit)
+    brief = shorten(line, limit)
+    if not names or (builder is not None and builder is (registry or {}).get(name)):
+        return brief  # the user's own brief is theirs: no names added
+    return with_names(brief, output, limit)

@@ -39,6 +39,7 @@ from langchain_core.runnables import (
 )
 
 from langchain_context_pipeline.errors import SummaryTimeoutError
+from langchain_context_pipeline.messages.snapshot import Transient
 
 TAG_NOSTREAM = "nostream"
 """langgraph's ``TAG_NOSTREAM``: runs tagged so stay out of the user's token stream.
@@ -117,13 +118,19 @@ def _has_async(model: Runnable[Any, Any]) -> bool:
     return type(model).ainvoke is not Runnable.ainvoke
 
 
-class _PrivateLoop:
+class _PrivateLoop(Transient):
     """One event loop on one daemon thread, for coroutines the sync path must run.
 
-    Started at first use (and again in a forked child, which has no such thread).
+    Started at first use (and again in a forked child, which has no such thread,
+    or in a copy, which starts its own).
     """
 
+    transient = ("_lock", "_loop", "_thread", "_pid")
+
     def __init__(self) -> None:
+        self._fresh()
+
+    def _fresh(self) -> None:
         self._lock = threading.Lock()
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None

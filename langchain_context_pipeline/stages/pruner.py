@@ -20,7 +20,6 @@ their ids and metadata.
 
 from __future__ import annotations
 
-import copy
 import weakref
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -52,6 +51,7 @@ from langchain_context_pipeline.messages.kinds import IMAGE_BLOCKS
 from langchain_context_pipeline.messages.marks import METADATA_KEY
 from langchain_context_pipeline.messages.references import format_ref, message_ref
 from langchain_context_pipeline.messages.snapshot import (
+    Transient,
     forgetter,
     message_state,
     message_unchanged,
@@ -142,7 +142,7 @@ def sum_stats(each: Iterable[PruneStats | None]) -> PruneStats:
     return stats
 
 
-class Pruner(MessagesRunnable):
+class Pruner(Transient, MessagesRunnable):
     """Shorten old tool output, tool-call arguments and long assistant texts.
 
     A Runnable over ``list[BaseMessage]`` (a ``PromptValue``, OpenAI-style dicts
@@ -191,22 +191,17 @@ class Pruner(MessagesRunnable):
         self.settings: PruneSettings = override(settings or PruneSettings(), "Pruner", keywords)
         self.tail_budget = tail_budget
         self.token_counter = resolve_token_counter(token_counter)
+        self._fresh()
+
+    transient = ("_memo", "_forget")
+    """A copy (or a pickle) keeps the settings and the counter and starts with an empty
+    memo of its own: the memo is a cache of results, holding its messages weakly, so
+    a copy that shared it, or held copies of it, would be neither independent nor
+    smaller."""
+
+    def _fresh(self) -> None:
         self._memo: dict[int, _Pruned] = {}
         self._forget = forgetter(self._memo)
-
-    def __deepcopy__(self, memo: dict[int, Any]) -> Pruner:
-        """Copy the settings and the counter; the copy starts with an empty memo of its own.
-
-        The memo is a cache of results, holding its messages weakly: a copy that
-        shared it, or held copies of it, would be neither independent nor smaller.
-        """
-        clone = self.__class__.__new__(self.__class__)
-        for name, value in self.__dict__.items():
-            if name not in ("_memo", "_forget"):
-                setattr(clone, name, copy.deepcopy(value, memo))
-        clone._memo = {}
-        clone._forget = forgetter(clone._memo)
-        return clone
 
     def _transform(self, messages: list[BaseMessage], config: RunnableConfig) -> list[BaseMessage]:
         with one_pass():  # the split and the pruning read each message once
@@ -358,7 +353,14 @@ class Pruner(MessagesRunnable):
         limit = self.settings.tool_output_limit
         named = f" {format_ref(ref)}"
         room = limit - len(named) if limit - len(named) >= 20 else limit
-        line = brief_for(name, args, text, registry=self.settings.briefs, limit=room)
+        line = brief_for(
+            name,
+            args,
+            text,
+            registry=self.settings.briefs,
+            limit=room,
+            names=self.settings.brief_names,
+        )
         if images and len(line) + 12 <= room:
             line += f" +{images} image(s)"
         if room < limit:

@@ -48,6 +48,12 @@ class PruneSettings:
     """Characters kept from the end of a cut assistant text."""
     briefs: Mapping[str, BriefFunction] = field(default_factory=dict)
     """``{tool_name: fn(name, args, output) -> str}``: briefs for your own tools."""
+    brief_names: bool = True
+    """A built-in brief fills its line, up to ``tool_output_limit``, with the names its
+    result holds (paths, file and dotted names, snake_case and CamelCase identifiers):
+    the agent keeps what it saw, at a few dozen tokens a brief (see BENCHMARKS.md,
+    "low_water" and the analysis's "Names in briefs"). Your own briefs are never
+    changed."""
 
     def __post_init__(self) -> None:
         """Check the sizes.
@@ -55,11 +61,13 @@ class PruneSettings:
         Raises:
             ValueError: for a size that is not an int >= 0, or keep sizes that leave no
                 room for the marker.
-            TypeError: for a brief that is not callable.
+            TypeError: for a brief that is not callable, or ``brief_names`` not a bool.
         """
         for f in dataclasses.fields(self):
-            if f.name != "briefs":
+            if f.name not in ("briefs", "brief_names"):
                 check_int(f.name, getattr(self, f.name))
+        if not isinstance(self.brief_names, bool):
+            raise TypeError(f"brief_names must be a bool, got {self.brief_names!r}")
         keep = self.assistant_keep_head + self.assistant_keep_tail
         if keep + MARKER_ROOM > self.assistant_text_limit:
             raise ValueError(

@@ -44,6 +44,7 @@ from typing import Any, Protocol, runtime_checkable
 from langchain_core.messages import BaseMessage
 
 from langchain_context_pipeline.errors import check_int
+from langchain_context_pipeline.messages.snapshot import Transient
 from langchain_context_pipeline.messages.values import dumps
 from langchain_context_pipeline.stages.carried import CarriedSummary
 
@@ -118,7 +119,7 @@ class Prefixes:
         return chain[k].hex()
 
 
-class SummaryMemory:
+class SummaryMemory(Transient):
     """A bounded memory of summaries, safe under threads and asyncio.
 
     Entries are grouped by *anchor* (the digest of the head and the first message

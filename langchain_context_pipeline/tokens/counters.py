@@ -151,7 +151,7 @@ _CALL_MEMO_BYTES = 16 * 1024 * 1024
 # Tool calls by what determines their text, so that a call seen before costs a
 # tuple and a lookup instead of writing its arguments as JSON again. Keys hold only
 # strings and ints, which cannot change: an edited call has a new key.
-_call_memo: Memo[tuple[Any, ...]] = Memo(_call_key_text, _CALL_MEMO_BYTES, _key_size)
+_call_memo: Memo[tuple[Any, ...], int] = Memo(_call_key_text, _CALL_MEMO_BYTES, _key_size)
 
 
 def _call_tokens(call: Mapping[str, Any]) -> int:
@@ -322,7 +322,7 @@ def text_counter(count_text: Callable[[str], int]) -> TokenCounter:
         A counter charging each message its texts' tokens, its media's fixed cost
         and :data:`MESSAGE_OVERHEAD_TOKENS`.
     """
-    counted: Memo[str] = Memo(count_text, _TEXT_COUNTER_MEMO_BYTES)
+    counted: Memo[str, int] = Memo(count_text, _TEXT_COUNTER_MEMO_BYTES)
 
     def count(messages: Sequence[BaseMessage], /) -> int:
         total = 0

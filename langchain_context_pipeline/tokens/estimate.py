@@ -301,7 +301,7 @@ def _estimate(text: str) -> int:
     return tokens
 
 
-_estimate_memo: Memo[str] = Memo(_estimate, _MEMO_BYTES)
+_estimate_memo: Memo[str, int] = Memo(_estimate, _MEMO_BYTES)
 
 
 def text_tokens(text: str) -> int:

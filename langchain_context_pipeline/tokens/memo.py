@@ -1,4 +1,4 @@
-"""A memo of estimates bounded by the memory of its keys, not by their number."""
+"""A memo of estimates (or any value of a string) bounded by the memory of its keys."""
 
 from __future__ import annotations
 
@@ -14,9 +14,10 @@ _ENTRY_BYTES = 100
 
 
 _Key = TypeVar("_Key", bound=Hashable)
+_Value = TypeVar("_Value")
 
 
-class Memo(dict[_Key, int]):
+class Memo(dict[_Key, _Value]):
     """Estimates by key (a string), bounded in bytes: two generations of plain dicts.
 
     The memo itself is the young generation, so a hit is one C-level dict lookup
@@ -30,7 +31,7 @@ class Memo(dict[_Key, int]):
 
     def __init__(
         self,
-        estimate: Callable[[_Key], int],
+        estimate: Callable[[_Key], _Value],
         budget: int,
         sizeof: Callable[[_Key], int] = sys.getsizeof,
     ) -> None:
@@ -42,11 +43,11 @@ class Memo(dict[_Key, int]):
         self._estimate = estimate
         self._sizeof = sizeof
         self._half = budget // 2
-        self._old: dict[_Key, int] = {}
+        self._old: dict[_Key, _Value] = {}
         self._young_bytes = 0
         self._lock = threading.Lock()
 
-    def __missing__(self, key: _Key) -> int:
+    def __missing__(self, key: _Key) -> _Value:
         """Find ``key`` in the old generation or estimate it; remember it as young."""
         tokens = self._old.get(key)
         if tokens is None:

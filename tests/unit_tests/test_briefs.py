@@ -117,3 +117,106 @@ def test_execute_brief_prefers_the_verdict_over_boilerplate() -> None:
     )
     plain = "line one\nthe actual last words\n</output>\n"
     assert brief_for("bash", {"command": "ls"}, plain).endswith("last: the actual last words")
+
+
+# -- names in briefs ---------------------------------------------------------------------
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage  # noqa: E402
+
+from langchain_context_pipeline import Pruner  # noqa: E402
+from langchain_context_pipeline.messages.references import format_ref, message_ref  # noqa: E402
+from langchain_context_pipeline.stages.briefs import with_names  # noqa: E402
+
+LISTING = (
+    "total 48\n"
+    + "".join(f"-rw-r--r-- 1 dev dev 2048 Jan 1 src/billing/invoice_{i}.py\n" for i in range(8))
+    + "class InvoiceBuilder:\n    def build_total(self): return compute_tax(order)\n" * 60
+)
+
+
+def old_result(output: str, name: str = "bash") -> list[BaseMessage]:
+    call = {"name": name, "args": {"command": "ls -l src/billing"}, "id": "c1"}
+    return [
+        HumanMessage("task"),
+        AIMessage("", tool_calls=[call]),
+        ToolMessage(output, tool_call_id="c1"),
+        AIMessage("later " * 400),
+        HumanMessage("go on"),
+    ]
+
+
+def test_a_brief_fills_its_line_with_the_names_its_result_holds() -> None:
+    messages = old_result(LISTING)
+    brief = Pruner(tail_budget=50).invoke(messages)[2].content
+    assert isinstance(brief, str) and len(brief) <= 500
+    assert brief.startswith('[bash] "ls -l src/billing" -> ')
+    assert brief.endswith(format_ref(message_ref(messages[2])))
+    named = brief.split(" names: ", 1)[1].rsplit(" ref=", 1)[0].split()
+    assert named[:3] == [
+        "src/billing/invoice_0.py",
+        "src/billing/invoice_1.py",
+        "src/billing/invoice_2.py",
+    ]
+    assert "InvoiceBuilder" in named
+    # Names the line holds already (its last output line) are not listed again.
+    assert "build_total" in brief.split(" names: ")[0] and "build_total" not in named
+    assert len(named) == len(set(named)), "a name is listed twice"
+    # Plain words, numbers and permission strings are no names.
+    assert not {"total", "class", "2048", "-rw-r--r--", "dev"} & set(named)
+
+
+def test_brief_names_can_be_turned_off_and_never_touch_a_users_brief() -> None:
+    messages = old_result(LISTING)
+    plain = Pruner(tail_budget=50, brief_names=False).invoke(messages)[2].content
+    assert isinstance(plain, str) and "names:" not in plain and "invoice_0" not in plain
+    own = Pruner(tail_budget=50, briefs={"bash": lambda n, a, o: "[bash] listed"})
+    assert own.invoke(messages)[2].content.startswith("[bash] listed ref=")
+    # brief_for adds names only when asked (the Pruner asks, by its setting).
+    assert "names:" not in brief_for("bash", {"command": "ls"}, LISTING)
+    assert "names:" in brief_for("bash", {"command": "ls"}, LISTING, names=True)
+
+
+_pieces = st.sampled_from(
+    [
+        "src/a.py",
+        "x",
+        "snake_case_name",
+        "CamelCase",
+        "os.path",
+        "42",
+        " ",
+        "\n",
+        "(",
+        ")",
+        "héllo_wörld",
+        "a_b",
+        "..",
+        "/",
+        "__init__",
+        "ALL_CAPS",
+        "mixedCase",
+        "::",
+        "ünïcode/päth",
+    ]
+)
+
+
+@given(
+    st.text(max_size=120),
+    st.lists(_pieces, max_size=400).map("".join),
+    st.integers(0, 600),
+)
+def test_with_names_stays_within_its_limit_and_adds_only_names_of_the_output(
+    line: str, output: str, limit: int
+) -> None:
+    out = with_names(line, output, limit)
+    assert out.startswith(line)
+    if out == line:
+        return
+    assert len(out) <= limit
+    added = out[len(line) :].removeprefix(" names: ").split(" ")
+    assert all(name and name in output for name in added)
+    assert all(name not in line for name in added)
+    assert len(added) == len(set(added))

@@ -243,7 +243,7 @@ def test_a_history_of_thousands_of_distinct_strings_is_counted_from_the_memo(
 
 
 def test_the_memo_holds_at_most_its_budget_and_answers_like_the_estimate() -> None:
-    memo: Memo[str] = Memo(len, 20_000)
+    memo: Memo[str, int] = Memo(len, 20_000)
     texts = [f"{i:05d}" * (i % 50 + 1) for i in range(2_000)] + ["x" * 30_000]
     for _ in range(2):
         for text in texts:
