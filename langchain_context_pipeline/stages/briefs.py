@@ -17,11 +17,13 @@ takes the tool's name, its call's arguments and its output text.
 from __future__ import annotations
 
 import re
+import sys
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from langchain_context_pipeline.messages.trim import cut_json
 from langchain_context_pipeline.messages.values import dumps
+from langchain_context_pipeline.tokens.estimate import text_tokens
 from langchain_context_pipeline.tokens.memo import Memo
 
 __all__ = ["BUILTIN_BRIEFS", "BriefFunction", "brief_for", "shorten", "with_names"]
@@ -219,9 +221,39 @@ def _names(output: str) -> tuple[str, ...]:
     return tuple(names)
 
 
-_names_memo: Memo[str, tuple[str, ...]] = Memo(_names, 8 * 1024 * 1024)
-"""The names of each result text: an agent re-sends the same old results every turn
-(new objects, when a checkpointer reads them back), so each text is read once."""
+def _with_names(key: tuple[str, str, int]) -> str:
+    line, output, limit = key
+    # The names never make a brief cost more than what it stands for: the line with
+    # them stays within ``limit`` characters and within the output's estimated
+    # tokens in UTF-8 bytes (a token is a byte or more; the pass has counted the
+    # output already, so that is a lookup).
+    room = limit - len(line) - len(_NAMES_TAG)
+    spare = text_tokens(output) - len(line.encode("utf-8", "surrogatepass")) - len(_NAMES_TAG)
+    if min(room, spare) < 4:
+        return line
+    names: list[str] = []
+    for name in _names(output):
+        if name in line:
+            continue
+        size = len(name.encode("utf-8", "surrogatepass")) + 1
+        if len(name) + 1 > room or size > spare:
+            continue  # a shorter one may still fit
+        names.append(name)
+        room -= len(name) + 1
+        spare -= size
+        if min(room, spare) < 4:
+            break
+    return f"{line}{_NAMES_TAG} {' '.join(names)}" if names else line
+
+
+def _key_size(key: tuple[str, str, int]) -> int:
+    return sys.getsizeof(key[0]) + sys.getsizeof(key[1])
+
+
+_named: Memo[tuple[str, str, int], str] = Memo(_with_names, 8 * 1024 * 1024, _key_size)
+"""Each brief line with its names, by line, result text and limit: an agent re-sends
+the same old results every turn (new objects, when a checkpointer reads them back),
+so each is read once."""
 
 
 def with_names(line: str, output: str, limit: int) -> str:
@@ -230,22 +262,11 @@ def with_names(line: str, output: str, limit: int) -> str:
     The names are paths, file and dotted names, snake_case and CamelCase
     identifiers of three characters or more, not already in ``line``, each once,
     in the order they first appear in the first and last characters of ``output``
-    (:data:`NAMES_SCAN`); as many as fit. ``line`` itself when none fits.
+    (:data:`NAMES_SCAN`); as many as fit in ``limit`` characters, and in as many
+    UTF-8 bytes as ``output`` has estimated tokens (so the names never make the line
+    cost more than the output). ``line`` itself when none fits.
     """
-    room = limit - len(line) - len(_NAMES_TAG)
-    if room < 4:
-        return line
-    names: list[str] = []
-    for name in _names_memo[output]:
-        if name in line:
-            continue
-        if len(name) + 1 > room:
-            continue  # a shorter one may still fit
-        names.append(name)
-        room -= len(name) + 1
-        if room < 4:
-            break
-    return f"{line}{_NAMES_TAG} {' '.join(names)}" if names else line
+    return _named[(line, output, limit)]
 
 
 def brief_for(

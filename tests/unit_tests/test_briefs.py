@@ -128,6 +128,7 @@ from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMe
 from langchain_context_pipeline import Pruner  # noqa: E402
 from langchain_context_pipeline.messages.references import format_ref, message_ref  # noqa: E402
 from langchain_context_pipeline.stages.briefs import with_names  # noqa: E402
+from langchain_context_pipeline.tokens.estimate import text_tokens  # noqa: E402
 
 LISTING = (
     "total 48\n"
@@ -216,6 +217,8 @@ def test_with_names_stays_within_its_limit_and_adds_only_names_of_the_output(
     if out == line:
         return
     assert len(out) <= limit
+    # The names never make the line cost more than the output it stands for.
+    assert text_tokens(out) <= text_tokens(output)
     added = out[len(line) :].removeprefix(" names: ").split(" ")
     assert all(name and name in output for name in added)
     assert all(name not in line for name in added)
