@@ -77,19 +77,12 @@ def block_parts(block: Any, texts: list[str], skip_ids: frozenset[str]) -> int:
         return 0
     if kind == "image":
         return IMAGE_TOKENS
+    left_out = _SKIPPED_KEYS
     if kind == "call" and block_call_id(block) in skip_ids:
         # The same call is counted once, from `tool_calls` (its id, name and
         # arguments); the block's own keys (a Responses item ``id``, ``status``) are
-        # sent beside them.
-        id_key, args_key = CALL_BLOCKS[block["type"]]
-        for key, value in block.items():
-            if key not in _SKIPPED_KEYS and key not in (id_key, args_key, "name"):
-                if isinstance(value, str):
-                    if value:
-                        texts.append(value)
-                elif value is not None:
-                    texts.append(dumps(value))
-        return 0
+        # sent beside them, and counted below.
+        left_out = _SKIPPED_KEYS.union(CALL_BLOCKS[block["type"]], ("name",))
     if kind == "media":
         inline = _inline_document_text(block)
         if inline is None:
@@ -103,7 +96,7 @@ def block_parts(block: Any, texts: list[str], skip_ids: frozenset[str]) -> int:
     # function-call arguments, JSON blocks, unknown kinds: every value is sent.
     fixed = 0
     for key, value in block.items():
-        if key in _SKIPPED_KEYS or value is None:
+        if key in left_out or value is None:
             continue
         if isinstance(value, str):
             if value:
