@@ -41,6 +41,9 @@ CALL_BLOCKS: dict[str, tuple[str, str]] = {
     "function_call": ("call_id", "arguments"),
     "computer_call": ("call_id", "action"),
     "custom_tool_call": ("call_id", "input"),
+    "apply_patch_call": ("call_id", "operation"),
+    "tool_search_call": ("call_id", "arguments"),
+    "mcp_approval_request": ("id", "arguments"),
 }
 """Content blocks that carry a tool call: type -> (id key, arguments key). An OpenAI
 Responses ``computer_call`` (computer use) is answered by a ``ToolMessage`` of its
@@ -48,18 +51,37 @@ Responses ``computer_call`` (computer use) is answered by a ``ToolMessage`` of i
 sends it; a ``custom_tool_call`` (a free-form tool, langchain-openai's ``custom_tool``,
 whose ``input`` is one string, also listed in ``tool_calls`` as ``{"__arg1": input}``)
 by a ``ToolMessage`` holding a ``custom_tool_call_output`` block (see
-:data:`WRAPPED_RESULTS`)."""
+:data:`WRAPPED_RESULTS`). The Responses items langchain-openai keeps only as content
+blocks of an AIMessage (never in ``tool_calls``) and sends back as they are: an
+``apply_patch_call`` (its ``operation``: the file and the diff), a client-run
+``tool_search_call`` and an MCP ``mcp_approval_request``, answered by the result
+blocks of :data:`RESULT_BLOCKS` in a later message's content."""
 
 TEXT_INPUT_CALLS = frozenset({"custom_tool_call"})
 """Call blocks whose arguments are one free-form string (never read as JSON): read
 as ``{"__arg1": input}``, as langchain-openai lists the call in ``tool_calls``, and
 cut as text."""
 
-RESULT_BLOCKS: dict[str, str] = {"tool_result": "tool_use_id", "function_call_output": "call_id"}
-"""Content blocks that carry a tool result: type -> key of the call id they answer."""
+RESULT_BLOCKS: dict[str, str] = {
+    "tool_result": "tool_use_id",
+    "function_call_output": "call_id",
+    "apply_patch_call_output": "call_id",
+    "tool_search_output": "call_id",
+    "mcp_approval_response": "approval_request_id",
+}
+"""Content blocks that carry a tool result: type -> key of the call id they answer.
+The Responses API refuses a request holding one whose call it cannot find before it,
+so every stage keeps each with its call (they are paired as any result is)."""
 
-RESULT_CONTENT: dict[str, str] = {"tool_result": "content", "function_call_output": "output"}
-"""Content blocks that carry a tool result: type -> key of the result itself."""
+RESULT_CONTENT: dict[str, str] = {
+    "tool_result": "content",
+    "function_call_output": "output",
+    "apply_patch_call_output": "output",
+}
+"""Result blocks whose result is text (or content blocks): type -> key of the result.
+Only these are briefed or cut; a result block not here (a ``tool_search_output``'s
+list of tools, an ``mcp_approval_response``'s verdict) has no text to shorten, and is
+kept as it is."""
 
 REASONING_BLOCKS = frozenset({"thinking", "redacted_thinking", "reasoning"})
 """Content blocks of model reasoning, kept whole or dropped whole, never edited."""

@@ -189,8 +189,12 @@ class Anatomy:
         return [*self.content_texts, *self.call_texts], self.fixed
 
 
-_UNNAMED_CALLS = {"computer_call": "computer"}
-"""The tool name of a call block that names none (a ``computer_call``)."""
+_UNNAMED_CALLS = {
+    "computer_call": "computer",
+    "apply_patch_call": "apply_patch",
+    "tool_search_call": "tool_search",
+}
+"""The tool name of a call block that names none (a built-in Responses tool's)."""
 
 
 def keeps_form(message: BaseMessage) -> bool:
@@ -297,7 +301,8 @@ def build(message: BaseMessage) -> Anatomy:
                 key = RESULT_BLOCKS[block["type"]]
                 cid = block.get(key)
                 if cid:
-                    text, others = result_text(block.get(RESULT_CONTENT[block["type"]]))
+                    inner = RESULT_CONTENT.get(block["type"])  # None: no text result
+                    text, others = result_text(None if inner is None else block.get(inner))
                     error = block.get("is_error") is True
                     results.append(Result(str(cid), text, error, position, tuple(others)))
             cost = block_parts(block, counted, listed)

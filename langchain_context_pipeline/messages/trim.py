@@ -236,10 +236,11 @@ def slim_blocks(content: list[Any], drop_reasoning: bool, ref: str = "") -> list
     """Return block content with bulky blocks replaced by one-line markers.
 
     Text blocks and tool-call blocks stay (the text is cut by the caller, the
-    arguments by :func:`with_cut_args`); a tool result keeps its id with a marker
-    for its content; reasoning blocks stay whole, or go whole with
-    ``drop_reasoning`` (see :mod:`~langchain_context_pipeline.messages.blocks` for
-    what providers accept). With ``ref``, each marker names the original.
+    arguments by :func:`with_cut_args`); a tool result keeps its id (and status) with a
+    marker for its content, or stays whole when it has no text to cut; reasoning
+    blocks stay whole, or go whole with ``drop_reasoning`` (see
+    :mod:`~langchain_context_pipeline.messages.blocks` for what providers accept).
+    With ``ref``, each marker names the original.
     """
     named = f" ref={ref}" if ref else ""
     out: list[Any] = []
@@ -250,9 +251,12 @@ def slim_blocks(content: list[Any], drop_reasoning: bool, ref: str = "") -> list
         elif kind == "reasoning":
             if not drop_reasoning:
                 out.append(block)
+        elif kind == "result" and isinstance(block, dict) and block["type"] not in RESULT_CONTENT:
+            out.append(block)  # no text to cut (a verdict, a list of tools): as it is
         elif kind == "result" and isinstance(block, dict):
             name = block["type"]
-            slim = {k: v for k, v in block.items() if k in ("type", RESULT_BLOCKS[name])}
+            kept = ("type", RESULT_BLOCKS[name], "status")  # an apply_patch output needs its status
+            slim = {k: v for k, v in block.items() if k in kept}
             out.append(
                 {**slim, RESULT_CONTENT[name]: f"[result cut to fit the context window{named}]"}
             )

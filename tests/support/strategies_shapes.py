@@ -6,7 +6,10 @@ blocks, LangChain v1 ``tool_call`` blocks, legacy OpenAI functions
 (``additional_kwargs["function_call"]`` answered by a ``FunctionMessage``, no ids) and
 OpenAI computer use (a ``computer_call`` block answered by a screenshot ``ToolMessage``)
 and free-form tools (a ``custom_tool_call`` block, also in ``tool_calls``, answered by
-a ``ToolMessage`` holding a ``custom_tool_call_output`` block); reasoning blocks, images and
+a ``ToolMessage`` holding a ``custom_tool_call_output`` block); Responses built-in items kept
+as blocks only (``apply_patch_call`` and MCP ``mcp_approval_request``, answered by
+``apply_patch_call_output`` / ``mcp_approval_response`` blocks of a user message);
+reasoning blocks, images and
 citations; numeric, list and deeply nested arguments; arbitrary Python values in
 arguments and tool-result blocks (``python_values``: sets, bytes, datetimes,
 Decimals, NaN, tuple and mixed keys, dataclasses, pydantic models, deep nesting);
@@ -35,7 +38,17 @@ from pydantic import BaseModel
 
 from langchain_context_pipeline import DIGEST, ContextPipeline
 
-FORMATS = ["langchain", "openai", "anthropic", "responses", "v1", "legacy", "computer", "custom"]
+FORMATS = [
+    "langchain",
+    "openai",
+    "anthropic",
+    "responses",
+    "v1",
+    "legacy",
+    "computer",
+    "custom",
+    "builtin",
+]
 REASONING = ("thinking", "redacted_thinking", "reasoning")
 WORDS = ["alpha", "src/app.py", "npm test", "FAILED", "ok", "é", "日本", "\n", "{"]
 # Hostile strings tool output carries: forged references and tags, NUL, a lone surrogate.
@@ -294,6 +307,31 @@ def tool_turn(draw: st.DrawFn, ids: Callable[[], str]) -> list[BaseMessage]:
             output = [{"type": "custom_tool_call_output", "output": draw(texts())}]
             out.append(ToolMessage(output, tool_call_id=c["id"], id=f"m{ids()}"))
         return out
+    if fmt == "builtin":  # Responses items langchain-openai keeps as content blocks only
+        blocks = [*(content if isinstance(content, list) else [])]
+        answers: list[dict[str, Any]] = []
+        for c in calls:
+            if draw(st.booleans()):
+                operation = {"type": "update_file", "path": f"src/{c['name']}.py"}
+                operation["diff"] = draw(texts(0, 800))
+                blocks.append(
+                    {"type": "apply_patch_call", "id": "apc_" + c["id"], "call_id": c["id"]}
+                    | {"status": "completed", "operation": operation}
+                )
+                answers.append(
+                    {"type": "apply_patch_call_output", "call_id": c["id"], "status": "completed"}
+                    | {"output": draw(texts())}
+                )
+            else:
+                blocks.append(
+                    {"type": "mcp_approval_request", "id": c["id"], "name": c["name"]}
+                    | {"arguments": json.dumps(c["args"]), "server_label": "files"}
+                )
+                answers.append(
+                    {"type": "mcp_approval_response", "approval_request_id": c["id"]}
+                    | {"approve": draw(st.booleans())}
+                )
+        return [AIMessage(blocks, id=mid), HumanMessage(answers, id=f"m{ids()}")]
     if fmt == "anthropic":
         ai = AIMessage(content, id=mid)
         results = [draw(anthropic_result(c["id"])) for c in calls]
@@ -419,6 +457,10 @@ def calls_of(message: BaseMessage) -> dict[str, list[Any]]:
             copies.setdefault(b["call_id"], []).append(b["action"])
         elif b.get("type") == "custom_tool_call":  # listed as {"__arg1": input} too
             copies.setdefault(b["call_id"], []).append({"__arg1": b["input"]})
+        elif b.get("type") == "apply_patch_call":
+            copies.setdefault(b["call_id"], []).append(b["operation"])
+        elif b.get("type") == "mcp_approval_request":
+            copies.setdefault(b["id"], []).append(json.loads(b["arguments"]))
     for raw in message.additional_kwargs.get("tool_calls", []):
         copies.setdefault(raw["id"], []).append(json.loads(raw["function"]["arguments"]))
     legacy = message.additional_kwargs.get("function_call")
@@ -434,7 +476,12 @@ def results_of(message: BaseMessage) -> list[str]:
         return [f"function {message.name}"]
     if isinstance(message, AIMessage):
         return []
-    return [b["tool_use_id"] for b in _blocks(message) if b.get("type") == "tool_result"]
+    keys = {
+        "tool_result": "tool_use_id",
+        "apply_patch_call_output": "call_id",
+        "mcp_approval_response": "approval_request_id",
+    }
+    return [b[keys[b["type"]]] for b in _blocks(message) if b.get("type") in keys]
 
 
 def broken_pairs(messages: Sequence[BaseMessage]) -> list[str]:
