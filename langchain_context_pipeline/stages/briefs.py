@@ -189,6 +189,8 @@ NAMES_SCAN = (2_000, 1_000)
 NAMES_HELD = 2_000
 """Characters of names kept per result (no brief line holds more)."""
 _NAMES_TAG = " names:"
+_TAGS = re.compile(r"</?[A-Za-z][\w:.-]*/?>")
+"""Markup tags (``</returncode>``, ``<br/>``): not names (a closing tag is no path)."""
 _SEPARATORS = str.maketrans(dict.fromkeys("!\"#$%&'()*+,:;<=>?@[\\]^`{|}~", " "))
 """ASCII marks that end a name (a name keeps ``_``, ``.``, ``/`` and ``-``)."""
 
@@ -209,6 +211,7 @@ def _names(output: str) -> tuple[str, ...]:
     """The names in ``output``'s scanned part, each once, in order (see :func:`_is_name`)."""
     head, tail = NAMES_SCAN
     text = output if len(output) <= head + tail else f"{output[:head]}\n{output[-tail:]}"
+    text = _TAGS.sub(" ", text)
     tokens = dict.fromkeys(t.strip(".-") for t in text.translate(_SEPARATORS).split())
     names: list[str] = []
     held = 0
@@ -262,9 +265,10 @@ def with_names(line: str, output: str, limit: int) -> str:
     The names are paths, file and dotted names, snake_case and CamelCase
     identifiers of three characters or more, not already in ``line``, each once,
     in the order they first appear in the first and last characters of ``output``
-    (:data:`NAMES_SCAN`); as many as fit in ``limit`` characters, and in as many
-    UTF-8 bytes as ``output`` has estimated tokens (so the names never make the line
-    cost more than the output). ``line`` itself when none fits.
+    (:data:`NAMES_SCAN`), markup tags left out; as many as fit in ``limit``
+    characters, and in as many UTF-8 bytes as ``output`` has estimated tokens (so the
+    names never make the line cost more than the output). ``line`` itself when none
+    fits.
     """
     return _named[(line, output, limit)]
 

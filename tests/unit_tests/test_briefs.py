@@ -179,6 +179,15 @@ def test_brief_names_can_be_turned_off_and_never_touch_a_users_brief() -> None:
     assert "names:" in brief_for("bash", {"command": "ls"}, LISTING, names=True)
 
 
+def test_markup_tags_are_no_names() -> None:
+    """A tool's ``</returncode>`` is no path (before: listed as ``/returncode``)."""
+    output = "<returncode>0</returncode>\n<output>\n" + LISTING + "</output>\n<br/>"
+    out = with_names("[bash] ls", output, 2_000)
+    named = out.split(" names: ", 1)[1].split()
+    assert "src/billing/invoice_0.py" in named
+    assert not [n for n in named if "returncode" in n or "output" in n or n.strip("/") == "br"]
+
+
 _pieces = st.sampled_from(
     [
         "src/a.py",

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
 from langchain_openai.chat_models.base import _construct_responses_api_input
 
-from langchain_context_pipeline import ContextPipeline, Pruner
+from langchain_context_pipeline import DIGEST, ContextPipeline, Pruner
 from langchain_context_pipeline.messages.blocks import call_index, pair_results
 from langchain_context_pipeline.messages.trim import slim_blocks
 from langchain_context_pipeline.messages.units import group_units
@@ -129,6 +129,7 @@ def test_no_answer_is_ever_sent_without_its_call(threshold: int, head: int) -> N
     for pipeline in (
         ContextPipeline(threshold=threshold, tail_budget=threshold // 3, head_count=head),
         ContextPipeline(threshold=threshold, tail_budget=threshold // 3, low_water=1.0),
+        ContextPipeline(threshold=threshold, tail_budget=threshold // 3, model=DIGEST),
     ):
         out = pipeline.invoke(messages)
         assert orphans(out) == []
