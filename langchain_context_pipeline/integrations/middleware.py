@@ -74,6 +74,7 @@ from langchain_context_pipeline.integrations.turn import (
     summary_update,
 )
 from langchain_context_pipeline.messages.cache_hint import hint_request
+from langchain_context_pipeline.messages.snapshot import Transient
 from langchain_context_pipeline.stages.carried import SUMMARY_STATE_KEY
 from langchain_context_pipeline.stages.settings import PipelineSettings, settings_or_model
 from langchain_context_pipeline.tokens.calibration import (
@@ -113,7 +114,7 @@ class ContextPipelineAgentState(AgentState[Any]):
     """The per-thread correction from the provider's reported usage (``Calibration``)."""
 
 
-class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, Any]):
+class ContextPipelineMiddleware(Transient, AgentMiddleware[ContextPipelineAgentState, Any, Any]):
     """Keep every model call of a ``create_agent`` agent under a token budget.
 
     Example:
@@ -192,11 +193,20 @@ class ContextPipelineMiddleware(AgentMiddleware[ContextPipelineAgentState, Any, 
             settings, model=model, token_counter=token_counter, **keywords
         )
         self.token_counter: TokenCounter = self.pipeline.token_counter
-        self._tool_tokens: OrderedDict[Hashable, tuple[Sequence[Any], int]] = OrderedDict()
         self._warn = WarnOnce()
-        # The agent's full history stays in state: recall reads the originals there.
-        self.tools = [create_recall_tool()] if recall_tool else []
+        self._recall_tool = recall_tool
         self.cache_control = cache_control
+        self._fresh()
+
+    transient = ("tools", "_tool_tokens")
+    """A copy (or a pickle) builds its own ``recall`` tool (whose generated argument
+    schema cannot be pickled) and starts with no remembered tool counts (a cache that
+    holds the agent's tools, which may not copy)."""
+
+    def _fresh(self) -> None:
+        self._tool_tokens: OrderedDict[Hashable, tuple[Sequence[Any], int]] = OrderedDict()
+        # The agent's full history stays in state: recall reads the originals there.
+        self.tools = [create_recall_tool()] if self._recall_tool else []
 
     # -- budget ------------------------------------------------------------------------
 

@@ -71,9 +71,16 @@ def test_a_copied_pruner_starts_its_own_memo(how: str) -> None:
     assert clone._memo and len(pruner._memo) == len(clone._memo)
 
 
-def test_the_middleware_deep_copies() -> None:
-    middleware = ContextPipelineMiddleware(threshold=3_000, model=DIGEST)
-    clone = copy.deepcopy(middleware)
+@pytest.mark.parametrize("how", ["deepcopy", "pickle"])
+@pytest.mark.parametrize("recall", [True, False])
+def test_the_middleware_deep_copies_and_pickles(how: str, recall: bool) -> None:
+    middleware = ContextPipelineMiddleware(threshold=3_000, model=DIGEST, recall_tool=recall)
+    middleware._tools_tokens(middleware.tools)  # a remembered count, holding the tools
+    clone = COPIES[how](middleware)
     assert clone.pipeline is not middleware.pipeline
     out = clone.pipeline.compress(history()).messages
     assert dumped(out) == dumped(middleware.pipeline.compress(history()).messages)
+    # Its own recall tool (built anew: its generated schema does not pickle), or none.
+    assert [t.name for t in clone.tools] == (["recall"] if recall else [])
+    assert not {id(t) for t in clone.tools} & {id(t) for t in middleware.tools}
+    assert clone._tools_tokens(clone.tools) == middleware._tools_tokens(middleware.tools)
