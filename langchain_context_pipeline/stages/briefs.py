@@ -189,8 +189,9 @@ NAMES_SCAN = (2_000, 1_000)
 NAMES_HELD = 2_000
 """Characters of names kept per result (no brief line holds more)."""
 _NAMES_TAG = " names:"
-_TAGS = re.compile(r"</?[A-Za-z][\w:.-]*/?>")
-"""Markup tags (``</returncode>``, ``<br/>``): not names (a closing tag is no path)."""
+_TAGS = re.compile(r"</[A-Za-z][\w:.-]*>|<[A-Za-z][\w:.-]*/>")
+"""Closing and empty markup tags (``</returncode>``, ``<br/>``): no paths. (An opening
+tag reads as a word, and ``Vec<MyType>`` keeps its type's name.)"""
 _SEPARATORS = str.maketrans(dict.fromkeys("!\"#$%&'()*+,:;<=>?@[\\]^`{|}~", " "))
 """ASCII marks that end a name (a name keeps ``_``, ``.``, ``/`` and ``-``)."""
 
@@ -265,7 +266,7 @@ def with_names(line: str, output: str, limit: int) -> str:
     The names are paths, file and dotted names, snake_case and CamelCase
     identifiers of three characters or more, not already in ``line``, each once,
     in the order they first appear in the first and last characters of ``output``
-    (:data:`NAMES_SCAN`), markup tags left out; as many as fit in ``limit``
+    (:data:`NAMES_SCAN`), closing tags left out; as many as fit in ``limit``
     characters, and in as many UTF-8 bytes as ``output`` has estimated tokens (so the
     names never make the line cost more than the output). ``line`` itself when none
     fits.

@@ -182,9 +182,11 @@ def test_brief_names_can_be_turned_off_and_never_touch_a_users_brief() -> None:
 def test_markup_tags_are_no_names() -> None:
     """A tool's ``</returncode>`` is no path (before: listed as ``/returncode``)."""
     output = "<returncode>0</returncode>\n<output>\n" + LISTING + "</output>\n<br/>"
+    output += "\nlet v: Vec<MyType> = load();"
     out = with_names("[bash] ls", output, 2_000)
     named = out.split(" names: ", 1)[1].split()
     assert "src/billing/invoice_0.py" in named
+    assert "MyType" in named  # a generic type's name is no tag
     assert not [n for n in named if "returncode" in n or "output" in n or n.strip("/") == "br"]
 
 
