@@ -66,11 +66,23 @@ def legacy_call_id(name: Any) -> str:
 
 
 def legacy_call(message: BaseMessage) -> dict[str, Any] | None:
-    """Return an AIMessage's legacy ``additional_kwargs["function_call"]``, or None."""
+    """Return an AIMessage's legacy ``additional_kwargs["function_call"]``, or None.
+
+    Only when it is the message's call: when the message lists tool calls
+    (``tool_calls``, ``invalid_tool_calls`` or OpenAI-style
+    ``additional_kwargs["tool_calls"]``) langchain-openai sends those instead, and
+    langchain-google-genai, which sets ``function_call`` beside ``tool_calls`` as a copy
+    of the last call, sends ``tool_calls``: the copy is never sent, so it is neither
+    counted, nor paired, nor cut.
+    """
     if not isinstance(message, AIMessage):
         return None
     call = message.additional_kwargs.get("function_call")
-    return call if isinstance(call, dict) else None
+    if not isinstance(call, dict):
+        return None
+    if message.tool_calls or message.invalid_tool_calls:
+        return None
+    return None if "tool_calls" in message.additional_kwargs else call
 
 
 def result_message_id(message: BaseMessage) -> str:
