@@ -106,8 +106,12 @@ WRAPPED_RESULTS = frozenset({"custom_tool_call_output"})
 function's output, which does not answer a ``custom_tool_call``), so a result
 rewritten (briefed, cut) keeps the block, with the new text in it."""
 
-IMAGE_BLOCKS = frozenset({"image", "image_url", "input_image"})
-"""Content blocks of an image, charged :data:`IMAGE_TOKENS` each."""
+IMAGE_BLOCKS = frozenset({"image", "image_url", "input_image", "image_generation_call"})
+"""Content blocks of an image, charged :data:`IMAGE_TOKENS` each. A Responses
+``image_generation_call`` (an image the model made, its base64 ``result`` kept in the
+AIMessage's content) is one too: langchain-openai sends it back by its id alone (the
+whole item only with ``store=False``), so its megabytes of base64 were never text the
+model reads; counted as text, one generated image outweighed any window."""
 
 MEDIA_BLOCKS = frozenset(
     {"file", "input_file", "document", "audio", "input_audio", "video", "media"}
