@@ -171,12 +171,16 @@ def read(message: BaseMessage) -> Anatomy:
 
 
 def _listed_only(message: AIMessage) -> bool:
-    """Whether ``tool_calls`` is the only copy of the calls (string content, the common case)."""
+    """Whether ``tool_calls`` is the only copy of the calls (string content, the common case).
+
+    A ``function_call`` beside listed calls (langchain-google-genai's copy of the last
+    one) is no call of its own (see :func:`legacy_call`): such a message is listed only.
+    """
     return (
         isinstance(message.content, str)
         and not message.invalid_tool_calls
         and not isinstance(message.additional_kwargs.get("tool_calls"), list)
-        and "function_call" not in message.additional_kwargs
+        and ("function_call" not in message.additional_kwargs or legacy_call(message) is None)
     )
 
 
