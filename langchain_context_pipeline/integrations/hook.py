@@ -219,8 +219,8 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
         store, thread = self._archive() if result.messages is not read.messages else (None, None)
         if store is not None:
             result = yield _Archive(store, thread, read.messages, result)
-        after = read.messages[-1].id if read.messages else None
-        sent = sending(calibration, budget, self.seed, result, result.report.threshold, after)
+        threshold = result.report.threshold
+        sent = sending(calibration, budget, self.seed, result, threshold, read.messages)
         emit(result.report)
         update = self._update(read, result)
         if ephemeral:  # persist mode writes only when messages change

@@ -33,6 +33,7 @@ from langchain_context_pipeline.core.events import (
 )
 from langchain_context_pipeline.core.pipeline import ContextPipeline, OverBudget
 from langchain_context_pipeline.core.report import CompressionResult
+from langchain_context_pipeline.messages.references import message_ref
 from langchain_context_pipeline.stages.carried import CarriedSummary
 from langchain_context_pipeline.stages.hysteresis import StandingCuts
 from langchain_context_pipeline.stages.model_call import adrive, drive
@@ -106,12 +107,30 @@ def state_keys(summary_key: str) -> dict[str, Any]:
     }
 
 
-def reply_after(messages: Sequence[BaseMessage], after: str | None) -> BaseMessage | None:
-    """Return the first AI message after the one whose id is ``after``, if any."""
-    start = next((i for i, m in enumerate(messages) if m.id == after), None)
-    if start is None:
-        return None
-    return next((m for m in messages[start + 1 :] if m.type == "ai"), None)
+def message_mark(message: BaseMessage) -> str:
+    """What finds a message again in a later history: its id, else a reference to its content."""
+    return message.id if message.id else f"ref:{message_ref(message)}"
+
+
+def reply_after(
+    messages: Sequence[BaseMessage], after: str | None, at: int = 0
+) -> BaseMessage | None:
+    """Return the reply to the request last sent: the first AI message after its last message.
+
+    That message (``after``, its :func:`message_mark`) is looked for where it stood,
+    the ``at``-th message of the history; else by its id, when one message alone has
+    it. When neither finds it (a history rewritten, its ids missing or repeated) no
+    reply is returned: a reply taken for another request's would credit this one
+    with a count the provider never gave it.
+    """
+    if 0 < at <= len(messages) and message_mark(messages[at - 1]) == after:
+        start = at
+    else:
+        found = [i for i, m in enumerate(messages) if after is not None and m.id == after]
+        if len(found) != 1:
+            return None
+        start = found[0] + 1
+    return next((m for m in messages[start:] if m.type == "ai"), None)
 
 
 @dataclass(frozen=True)
@@ -207,7 +226,8 @@ def learn_from_history(
     calibration = read.calibration
     if calibration.sent <= 0:
         return calibration
-    return observe(calibration, reply_after(read.messages, calibration.after), identity, warn)
+    reply = reply_after(read.messages, calibration.after, calibration.at)
+    return observe(calibration, reply, identity, warn)
 
 
 # -- budget and compression -------------------------------------------------------------
@@ -288,14 +308,19 @@ def sending(
     seed: str,
     result: CompressionResult,
     within: int,
-    after: str | None = None,
+    history: Sequence[BaseMessage] = (),
 ) -> Calibration:
-    """Record on the calibration what ``result`` sends (compressed ``within`` that budget)."""
+    """Record on the calibration what ``result`` sends (compressed ``within`` that budget).
+
+    ``history``: the conversation it was compressed from, when the reply is to be
+    found after it later (the hook; the middleware is handed the reply).
+    """
     result.report.correction = calibration.correction
     digests, own = request_digests(seed, result.messages)
     tokens = result.report.tokens_after + budget.reserved
     cuts = None if result.report.cuts is None else result.report.cuts.to_value()
-    return calibration.sending(tokens, after, digests, within, cuts, own)
+    after = message_mark(history[-1]) if history else None
+    return calibration.sending(tokens, after, digests, within, cuts, own, len(history))
 
 
 def summary_update(key: str, stored: Any, result: CompressionResult) -> dict[str, Any]:

@@ -115,7 +115,8 @@ class Calibration:
     sent: int = 0
     """Tokens of the last request by the pipeline's counter (all of it), awaiting a reply."""
     after: str | None = None
-    """Id of the last message of that request: its reply is the first AIMessage after it."""
+    """The last message of that request, by its id (a reference to its content when it
+    has none): its reply is the first AIMessage after it."""
     samples: int = 0
     """Replies that moved the correction."""
     pending: tuple[int, str] | None = None
@@ -133,6 +134,10 @@ class Calibration:
     """The run the request awaiting a reply added to a counted request: its digests
     and size, with that request's counted and reported tokens (the reply's count less
     these is the run's)."""
+    at: int = 0
+    """How many messages the history held when that request was sent (0: not known):
+    ``after`` is found there first, so that a history whose messages carry no ids, or
+    the same id twice, still gives the reply to that request and no other."""
 
     @classmethod
     def from_state(cls, value: Any) -> Calibration:
@@ -149,6 +154,7 @@ class Calibration:
         if not math.isfinite(correction) or not MIN_CORRECTION <= correction <= MAX_CORRECTION:
             return cls()
         held = value.get("held", 0)
+        at = value.get("at", 0)
         return cls(
             correction,
             max(sent, 0),
@@ -160,6 +166,7 @@ class Calibration:
             cut_ids_of(value.get("cuts")),
             stored_list(span_of, value.get("spans"), MAX_SPANS),
             span_of(value.get("pending_span")),
+            at if isinstance(at, int) and not isinstance(at, bool) and at > 0 else 0,
         )
 
     def to_dict(self) -> dict[str, Any]:
@@ -265,6 +272,7 @@ class Calibration:
         budget: int = 0,
         cuts: CutIds | None = None,
         message_digests: Sequence[str] | None = None,
+        at: int = 0,
     ) -> Calibration:
         """Record what this call sends (counted by the pipeline's counter).
 
@@ -279,6 +287,7 @@ class Calibration:
                 self,
                 sent=tokens,
                 after=after,
+                at=at,
                 pending=None,
                 held=budget,
                 cuts=cuts,
@@ -295,6 +304,7 @@ class Calibration:
             self,
             sent=tokens,
             after=after,
+            at=at,
             pending=(len(digests) - 1, digests[-1]),
             counted=kept,
             held=budget,
@@ -313,6 +323,7 @@ class Calibration:
             self,
             sent=0,
             after=None,
+            at=0,
             pending=None,
             held=self.held if self.counted else 0,
             cuts=self.cuts if self.counted else None,

@@ -859,3 +859,60 @@ def test_the_record_round_trips_through_state_and_drops_malformed_entries() -> N
     assert Calibration.from_state(broken).counted == ()
     for pending in ([3], [3, 5], [-1, "abc"], "ab", None):
         assert Calibration.from_state({**record.to_dict(), "pending": pending}).pending is None
+
+
+def hook_usage_loop(run: UsageRun) -> list[int]:
+    """Drive the ephemeral hook turn by turn as an agent's model node would.
+
+    Each turn's AIMessage is the reply to the request the hook made before it, and
+    reports that request's true count (system prompt included), as a provider does;
+    the hook's state update is applied between calls. Returns the true counts of the
+    requests the hook made whose budget it could meet.
+    """
+    hook = create_pre_model_hook(
+        **run.settings, agent_model="stub-cl100k", system_prompt=SYSTEM, tail_budget=500
+    )
+    reports: list[Any] = []
+    compress = hook.pipeline.compress
+
+    def spy(*args: Any, **kwargs: Any) -> Any:
+        result = compress(*args, **kwargs)
+        reports.append(result.report)
+        return result
+
+    hook.pipeline.compress = spy  # type: ignore[method-assign]
+    state: dict[str, Any] = {"messages": [HumanMessage(run.task)]}
+    sent: list[int] = []
+    for turn in run.turns:
+        update = hook.invoke(state)
+        over = reports[-1].over_budget
+        tokens = true_tokens([SystemMessage(SYSTEM), *update["llm_input_messages"]])
+        if not over:
+            sent.append(tokens)
+        state.update({k: v for k, v in update.items() if k != "llm_input_messages"})
+        for edit in turn.edits:
+            edit(state["messages"])
+        reply, *results = turn.messages
+        reply = reply.model_copy(
+            update={
+                "usage_metadata": {
+                    "input_tokens": tokens,
+                    "output_tokens": 1,
+                    "total_tokens": tokens,
+                },
+                "response_metadata": {"model_name": "stub-cl100k"},
+            }
+        )
+        state["messages"] = [*state["messages"], reply, *results]
+    return sent
+
+
+@given(usage_runs())
+def test_hook_with_reported_usage_never_lets_a_request_past_the_threshold(run: UsageRun) -> None:
+    """With ids or without (a list reducer, a hand-built state), each reply is read as the
+    reply to the request before it: a reply taken for another's would credit a prefix
+    with a count the provider never gave it."""
+    run = deepcopy(run)
+    threshold = run.settings["threshold"]
+    for n, tokens in enumerate(hook_usage_loop(run), start=1):
+        assert tokens <= threshold, f"call {n}: {tokens} true tokens > {threshold}"

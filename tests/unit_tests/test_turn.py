@@ -220,3 +220,29 @@ def test_hook_and_middleware_compress_within_the_same_budget(
     first_hook, first_middleware = seen[0], seen[passes]
     for key in ("threshold", "reserved_tokens", "carried_summary", "over_budget"):
         assert first_hook[key] == first_middleware[key]
+
+
+def _replied(text: str, tokens: int, id: str | None = None) -> AIMessage:
+    reply = AIMessage(text, id=id)
+    reply.usage_metadata = {"input_tokens": tokens, "output_tokens": 1, "total_tokens": tokens}
+    return reply
+
+
+def test_the_reply_is_found_where_the_request_ended_without_ids_or_with_repeated_ones() -> None:
+    old = _replied("first answer", 2_000)
+    sent = [HumanMessage("task"), old, HumanMessage("go on")]
+    mark, at = turn.message_mark(sent[-1]), len(sent)
+    new = _replied("second answer", 7_000)
+    later = [*sent, new, HumanMessage("more")]
+    # Without ids, the message the request ended with is found where it stood (the
+    # first id-less message is the task: its reply is the old answer, not this one).
+    assert turn.reply_after(later, mark, at) is new
+    # The same id twice: where it stood, or no reply at all.
+    twice = [HumanMessage("a", id="x"), old, HumanMessage("b", id="x"), new]
+    assert turn.reply_after(twice, "x", 3) is new
+    assert turn.reply_after(twice, "x") is None
+    # A history rewritten before it (a message removed): found by its id, when unique.
+    moved = [HumanMessage("b", id="y"), new]
+    assert turn.reply_after(moved, "y", 3) is new
+    # Neither where it stood nor by a unique id: no reply, rather than another's.
+    assert turn.reply_after([HumanMessage("other"), new], mark, at) is None
