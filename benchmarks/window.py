@@ -29,6 +29,7 @@ from benchmarks.real_tokens import REPLY_PRIMING, load_tokenizers
 from benchmarks.strategies import OursDefault, Strategy, _split_system, model_request
 from benchmarks.texts import fingerprint, strings
 from langchain_context_pipeline import ContextPipeline, exact_token_counter
+from langchain_context_pipeline.langgraph import DEFAULT_SUMMARY_KEY, create_pre_model_hook
 from langchain_context_pipeline.middleware import ContextPipelineMiddleware
 from langchain_context_pipeline.tokens.counters import MESSAGE_OVERHEAD_TOKENS, countable_parts
 
@@ -158,6 +159,59 @@ class OursDefaultUsageQwen3(OursDefaultUsage):
     reports_in = "qwen3"
 
 
+class OursHookUsage(Strategy):
+    """The pre-model hook (ephemeral mode), its state carried, its model reporting true usage.
+
+    The history is handed to the hook as a graph state holds it, each reply the
+    transcript's AIMessage with the true cl100k count of the request before it in
+    ``usage_metadata["input_tokens"]``; the hook finds that reply in the history itself,
+    after the last message of the request it recorded.
+    """
+
+    key = "ours_hook_usage"
+    label = "ours: hook (prune + condense), usage reported (cl100k)"
+    ours = True
+    summarises = True
+    reports_in = "cl100k_base"
+    """The tokenizer the stub provider reports usage in (and the run is held to)."""
+
+    def __init__(self, window: int, fake: FakeSummarizer) -> None:
+        super().__init__(window, fake)
+        self.hook = create_pre_model_hook(threshold=window, tail_budget=self.tail, model=fake)
+        self.state: dict[str, Any] = {}
+        self.replies: dict[int, AIMessage] = {}
+        """The transcript's replies, at their index, with the usage they reported."""
+        self.sent: tuple[int, int] | None = None
+        """Where the last request's history ended, and its true count."""
+
+    def start(self) -> None:
+        super().start()
+        self.state, self.replies, self.sent = {}, {}, None
+
+    def step(self, history: list[BaseMessage], new: list[BaseMessage]) -> list[BaseMessage]:
+        if self.sent is not None:
+            end, tokens = self.sent
+            reply = history[end] if end < len(history) else None
+            if isinstance(reply, AIMessage):
+                usage = {"input_tokens": tokens, "output_tokens": 0, "total_tokens": tokens}
+                self.replies[end] = reply.model_copy(update={"usage_metadata": usage})
+        messages = [self.replies.get(i, m) for i, m in enumerate(history)]
+        update = self._timed(lambda: self.hook.invoke({**self.state, "messages": messages}))
+        request: list[BaseMessage] = update.pop("llm_input_messages")
+        if update.get(DEFAULT_SUMMARY_KEY) is not None:
+            self.summaries += 1
+        self.state.update(update)
+        self.sent = (len(history), TrueCount.count(request, self.reports_in))
+        return request
+
+    def describe(self) -> str:
+        return (
+            f"`create_pre_model_hook(threshold={self.window}, tail_budget={self.tail}, "
+            "model=fake)`.invoke(state), its state carried; each reply in the history reports "
+            "the true cl100k count of the request before it in `usage_metadata['input_tokens']`"
+        )
+
+
 class OursDefaultExact(OursDefault):
     """The default pipeline counting with the agent model's own tokenizer (cl100k_base).
 
@@ -190,12 +244,13 @@ class OursDefaultExact(OursDefault):
 
 USAGE_STRATEGIES: tuple[type[Strategy], ...] = (
     OursCondenseUsage,
+    OursHookUsage,
     OursDefaultUsage,
     OursDefaultUsageQwen3,
     OursDefaultExact,
 )
 """The runs held to one provider's tokenizer: the usage-reporting runs of the
-middleware, and the default pipeline with an exact cl100k counter."""
+middleware and of the hook, and the default pipeline with an exact cl100k counter."""
 
 
 LOW_WATER_GRID = (0.4, 0.5, 0.6, 0.7, 0.85, 1.0)
