@@ -30,7 +30,7 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from langchain_core.messages import BaseMessage
+from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.tools import BaseTool, StructuredTool
 
 try:
@@ -115,11 +115,11 @@ def _describe(message: BaseMessage, call: Mapping[str, Any] | None) -> str:
     if call is not None:
         args = dumps(call.get("args"))
         what = f"tool result of {call.get('name')} {shorten(args, _ARGS_SHOWN)}"
-    elif message.type == "tool":
+    elif isinstance(message, ToolMessage):
         what = f"tool result of {message.name or 'a tool'}"
-    elif message.type == "ai":
+    elif isinstance(message, AIMessage):
         what = "assistant message"
-    elif message.type == "human":
+    elif isinstance(message, HumanMessage):
         what = "user message"
     return what
 

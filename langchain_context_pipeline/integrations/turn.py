@@ -24,7 +24,7 @@ from collections.abc import Generator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from typing import Any, NamedTuple, TypeVar
 
-from langchain_core.messages import AnyMessage, BaseMessage
+from langchain_core.messages import AIMessage, AnyMessage, BaseMessage
 
 from langchain_context_pipeline.core.events import (
     Refit,
@@ -130,7 +130,9 @@ def reply_after(
         if len(found) != 1:
             return None
         start = found[0] + 1
-    return next((m for m in messages[start:] if m.type == "ai"), None)
+    # An AIMessageChunk too (a model node that keeps the merged stream): its type is
+    # "AIMessageChunk", not "ai".
+    return next((m for m in messages[start:] if isinstance(m, AIMessage)), None)
 
 
 @dataclass(frozen=True)

@@ -11,7 +11,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 from langchain.agents.middleware import ModelRequest, ModelResponse
 from langchain_core.language_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    AIMessageChunk,
+    BaseMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langchain_core.tools import tool
 
 from langchain_context_pipeline import DIGEST, ContextPipeline
@@ -246,3 +253,6 @@ def test_the_reply_is_found_where_the_request_ended_without_ids_or_with_repeated
     assert turn.reply_after(moved, "y", 3) is new
     # Neither where it stood nor by a unique id: no reply, rather than another's.
     assert turn.reply_after([HumanMessage("other"), new], mark, at) is None
+    # A model node that keeps the merged stream leaves an AIMessageChunk: the reply too.
+    streamed = AIMessageChunk("streamed answer", usage_metadata=new.usage_metadata)
+    assert turn.reply_after([*sent, streamed, new], mark, at) is streamed
