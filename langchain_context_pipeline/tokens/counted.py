@@ -70,16 +70,35 @@ def reply_identity(reply: BaseMessage) -> tuple[str | None, str | None]:
     )
 
 
+_DEPLOYED: dict[str, str] = {"azure": "openai", "azure_openai": "openai"}
+"""Providers that serve another's models under names of the user's (deployments), and
+the provider their replies name: langchain-openai's Azure replies say ``"openai"`` and
+the model they ran (``"gpt-4o-2024-08-06"``), whatever the deployment is called."""
+
+_ALIASES = ("-latest", "-0")
+"""Endings of a model alias that the provider resolves to a dated snapshot
+(``"claude-3-7-sonnet-latest"``, ``"claude-sonnet-4-0"``): the reply names the snapshot."""
+
+
 def same_model(agent: tuple[str | None, str | None], reply: tuple[str | None, str | None]) -> bool:
-    """Whether a reply's model is the agent's (a dated snapshot answers for its alias)."""
-    if agent[0] and reply[0] and agent[0].lower() != reply[0].lower():
-        return False
-    # A dated snapshot ("gpt-4o-2024-08-06") answers for its alias ("gpt-4o").
-    return not (
-        agent[1]
-        and reply[1]
-        and not (reply[1].startswith(agent[1]) or agent[1].startswith(reply[1]))
-    )
+    """Whether a reply's model is the agent's.
+
+    A dated snapshot (``"gpt-4o-2024-08-06"``, ``"claude-sonnet-4-20250514"``) answers
+    for its alias (``"gpt-4o"``, ``"claude-sonnet-4-0"``, ``"...-latest"``); an Azure
+    deployment answers for its provider's replies, whatever it is named.
+    """
+    provider = agent[0].lower() if agent[0] else None
+    if provider and reply[0]:
+        replied_by = reply[0].lower()
+        if _DEPLOYED.get(provider, provider) != _DEPLOYED.get(replied_by, replied_by):
+            return False
+    if provider in _DEPLOYED:
+        return True  # a deployment's name is the user's, not the model's
+    name, replied = agent[1], reply[1]
+    if not name or not replied:
+        return True
+    stem = next((name[: -len(end)] for end in _ALIASES if name.endswith(end)), name)
+    return replied.startswith(stem) or name.startswith(replied)
 
 
 def _naturals(*values: Any) -> bool:

@@ -916,3 +916,52 @@ def test_hook_with_reported_usage_never_lets_a_request_past_the_threshold(run: U
     threshold = run.settings["threshold"]
     for n, tokens in enumerate(hook_usage_loop(run), start=1):
         assert tokens <= threshold, f"call {n}: {tokens} true tokens > {threshold}"
+
+
+def test_an_azure_deployment_and_an_alias_learn_from_their_replies() -> None:
+    import httpx
+    from langchain_openai import AzureChatOpenAI
+
+    from langchain_context_pipeline.tokens.calibration import model_identity
+
+    calibration = Calibration().sending(1000)
+    # An Azure deployment named by its user, answering through langchain-openai (the
+    # service's response from a transport in memory): the reply names provider
+    # "openai" and the model the deployment ran.
+    body = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "gpt-4o-2024-08-06",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 1500, "completion_tokens": 1, "total_tokens": 1501},
+    }
+    service = httpx.MockTransport(lambda request: httpx.Response(200, json=body))
+    azure = AzureChatOpenAI(
+        azure_deployment="prod-chat",
+        azure_endpoint="https://example.openai.azure.com",
+        api_key="not-used",  # type: ignore[arg-type]
+        api_version="2024-10-21",
+        http_client=httpx.Client(transport=service),
+        max_retries=0,
+    )
+    reply = azure.invoke("hi")
+    assert model_identity(azure) == ("azure", "prod-chat")
+    assert reply.response_metadata["model_provider"] == "openai"
+    moved, reason = calibration.observe(reply, model_identity(azure))
+    assert reason is None and moved.correction == pytest.approx(1.5 * 1.03)
+    assert calibration.observe(reply, ("anthropic", "claude-sonnet-4-0"))[1] is not None
+    # An alias the provider resolves to a dated snapshot.
+    for alias, snapshot in [
+        ("claude-3-7-sonnet-latest", "claude-3-7-sonnet-20250219"),
+        ("claude-sonnet-4-0", "claude-sonnet-4-20250514"),
+    ]:
+        dated = AIMessage(
+            "x", response_metadata={"model_name": snapshot, "model_provider": "anthropic"}
+        )
+        dated.usage_metadata = {"input_tokens": 1500, "output_tokens": 1, "total_tokens": 1501}
+        assert calibration.observe(dated, ("anthropic", alias))[1] is None
+        # Another provider's reply is still not the agent's.
+        assert calibration.observe(dated, ("openai", "gpt-4o"))[1] is not None
