@@ -123,10 +123,12 @@ def reply_after(
     reply is returned: a reply taken for another request's would credit this one
     with a count the provider never gave it.
     """
+    if after is None:
+        return None
     if 0 < at <= len(messages) and message_mark(messages[at - 1]) == after:
         start = at
     else:
-        found = [i for i, m in enumerate(messages) if after is not None and m.id == after]
+        found = [i for i, m in enumerate(messages) if m.id == after]
         if len(found) != 1:
             return None
         start = found[0] + 1

@@ -80,6 +80,11 @@ _ALIASES = ("-latest", "-0")
 (``"claude-3-7-sonnet-latest"``, ``"claude-sonnet-4-0"``): the reply names the snapshot."""
 
 
+def _family(provider: str) -> str:
+    """The provider whose models a provider serves (an Azure deployment: OpenAI's)."""
+    return _DEPLOYED.get(provider, provider)
+
+
 def same_model(agent: tuple[str | None, str | None], reply: tuple[str | None, str | None]) -> bool:
     """Whether a reply's model is the agent's.
 
@@ -88,10 +93,8 @@ def same_model(agent: tuple[str | None, str | None], reply: tuple[str | None, st
     deployment answers for its provider's replies, whatever it is named.
     """
     provider = agent[0].lower() if agent[0] else None
-    if provider and reply[0]:
-        replied_by = reply[0].lower()
-        if _DEPLOYED.get(provider, provider) != _DEPLOYED.get(replied_by, replied_by):
-            return False
+    if provider and reply[0] and _family(provider) != _family(reply[0].lower()):
+        return False
     if provider in _DEPLOYED:
         return True  # a deployment's name is the user's, not the model's
     name, replied = agent[1], reply[1]
