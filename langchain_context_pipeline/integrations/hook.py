@@ -198,9 +198,10 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
     def _turn(self, state: Any) -> Turn[dict[str, Any]]:
         """One call: yields :class:`Compress` and :class:`_Archive` steps, returns the update.
 
-        Ephemeral: the output is held to what the counted prefix it still repeats
-        allows, and the model gets the smallest valid request when the budget cannot
-        be met; persist: one pass, and :class:`BudgetError` (see the module).
+        Both modes hold the output to what the counted prefix it still repeats allows
+        and record what is sent, for the reply's usage to calibrate the next call.
+        Ephemeral: the model gets the smallest valid request when the budget cannot
+        be met; persist: :class:`BudgetError` (see the module).
         """
         read = read_graph_state(state, self.summary_key, persist=self.mode == "persist")
         calibration = learn_from_history(read, self.agent, self._warn)
@@ -214,18 +215,17 @@ class ContextPipelineHook(Runnable[Any, dict[str, Any]]):
             over_budget,
             calibration if ephemeral else None,
         )
-        fit = partial(refit, calibration, budget, self.seed) if ephemeral else None
+        fit = partial(refit, calibration, budget, self.seed)
         result, _ = yield Compress(read.messages, args, fit, FIT_ATTEMPTS)
         store, thread = self._archive() if result.messages is not read.messages else (None, None)
         if store is not None:
             result = yield _Archive(store, thread, read.messages, result)
         threshold = result.report.threshold
-        sent = sending(calibration, budget, self.seed, result, threshold, read.messages)
+        # The history the reply will follow: persisted, the output replaces it.
+        history = read.messages if ephemeral else result.messages
+        sent = sending(calibration, budget, self.seed, result, threshold, history)
         emit(result.report)
-        update = self._update(read, result)
-        if ephemeral:  # persist mode writes only when messages change
-            update[CALIBRATION_STATE_KEY] = sent.to_dict()
-        return update
+        return {**self._update(read, result), CALIBRATION_STATE_KEY: sent.to_dict()}
 
     def _run(self, state: Any) -> dict[str, Any]:
         def answer(step: Any) -> Any:

@@ -347,7 +347,9 @@ class Calibration:
         """
         if self.sent <= 0:
             return self, None
-        if not isinstance(reply, AIMessage) or not reply.usage_metadata:
+        if not isinstance(reply, AIMessage):
+            return self, "no reply: the reply to the request last sent was not found"
+        if not reply.usage_metadata:
             return self, "no usage: the model's reply has no usage_metadata"
         if not same_model(agent, reply_identity(reply)):
             source = reply_identity(reply)

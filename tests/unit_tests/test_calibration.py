@@ -10,6 +10,7 @@ import logging
 import random
 import sqlite3
 from collections.abc import Iterator, Sequence
+from contextlib import suppress
 from copy import deepcopy
 from pathlib import Path
 from typing import Any
@@ -26,11 +27,17 @@ from langchain_core.tools import BaseTool, tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
 from langgraph.checkpoint.sqlite import SqliteSaver
 from langgraph.checkpoint.sqlite.aio import AsyncSqliteSaver
+from langgraph.graph.message import add_messages
 from langgraph.prebuilt import create_react_agent
 from pydantic import Field, PrivateAttr
 
 from langchain_context_pipeline import DIGEST
-from langchain_context_pipeline.langgraph import ContextPipelineHook, create_pre_model_hook
+from langchain_context_pipeline.errors import BudgetError
+from langchain_context_pipeline.langgraph import (
+    ContextPipelineHook,
+    HookMode,
+    create_pre_model_hook,
+)
 from langchain_context_pipeline.middleware import ContextPipelineMiddleware
 from langchain_context_pipeline.tokens.calibration import (
     CALIBRATION_STATE_KEY,
@@ -555,7 +562,7 @@ def test_hook_learns_from_the_first_reply_after_the_request_it_recorded(
     # No reply after the recorded request yet: an older reply's usage is not its.
     with caplog.at_level(logging.WARNING):
         assert correction(history) == 1.0
-    assert "no usage" in caplog.text
+    assert "no reply: the reply to the request last sent was not found" in caplog.text
     reply = AIMessage("好的", id="reply")
     reply.usage_metadata = {"input_tokens": 150, "output_tokens": 1, "total_tokens": 151}
     later = AIMessage("还有", id="later")
@@ -861,16 +868,18 @@ def test_the_record_round_trips_through_state_and_drops_malformed_entries() -> N
         assert Calibration.from_state({**record.to_dict(), "pending": pending}).pending is None
 
 
-def hook_usage_loop(run: UsageRun) -> list[int]:
-    """Drive the ephemeral hook turn by turn as an agent's model node would.
+def hook_usage_loop(run: UsageRun, mode: HookMode = "ephemeral") -> list[int]:
+    """Drive the hook turn by turn as an agent's model node would.
 
     Each turn's AIMessage is the reply to the request the hook made before it, and
     reports that request's true count (system prompt included), as a provider does;
-    the hook's state update is applied between calls. Returns the true counts of the
-    requests the hook made whose budget it could meet.
+    the hook's state update is applied between calls (in persist mode by
+    ``add_messages``, which the mode needs, as a graph applies it). Returns the true
+    counts of the requests the hook made whose budget it could meet; a persist run
+    ends where the hook refuses to rewrite the history to what cannot fit.
     """
     hook = create_pre_model_hook(
-        **run.settings, agent_model="stub-cl100k", system_prompt=SYSTEM, tail_budget=500
+        **run.settings, agent_model="stub-cl100k", system_prompt=SYSTEM, tail_budget=500, mode=mode
     )
     reports: list[Any] = []
     compress = hook.pipeline.compress
@@ -881,17 +890,28 @@ def hook_usage_loop(run: UsageRun) -> list[int]:
         return result
 
     hook.pipeline.compress = spy  # type: ignore[method-assign]
+    persist = mode == "persist"
     state: dict[str, Any] = {"messages": [HumanMessage(run.task)]}
     sent: list[int] = []
     for turn in run.turns:
-        update = hook.invoke(state)
-        over = reports[-1].over_budget
-        tokens = true_tokens([SystemMessage(SYSTEM), *update["llm_input_messages"]])
-        if not over:
+        try:
+            update = hook.invoke(state)
+        except BudgetError:
+            if not persist:
+                raise
+            break
+        if persist:
+            state["messages"] = add_messages(state["messages"], update.pop("messages", []))
+            request = state["messages"]
+        else:
+            request = update.pop("llm_input_messages")
+        tokens = true_tokens([SystemMessage(SYSTEM), *request])
+        if not reports[-1].over_budget:
             sent.append(tokens)
-        state.update({k: v for k, v in update.items() if k != "llm_input_messages"})
+        state.update(update)
         for edit in turn.edits:
-            edit(state["messages"])
+            with suppress(IndexError):  # persisted, the history may be shorter now
+                edit(state["messages"])
         reply, *results = turn.messages
         reply = reply.model_copy(
             update={
@@ -903,19 +923,77 @@ def hook_usage_loop(run: UsageRun) -> list[int]:
                 "response_metadata": {"model_name": "stub-cl100k"},
             }
         )
-        state["messages"] = [*state["messages"], reply, *results]
+        new = [reply, *results]
+        state["messages"] = (
+            add_messages(state["messages"], new) if persist else [*state["messages"], *new]
+        )
     return sent
 
 
-@given(usage_runs())
-def test_hook_with_reported_usage_never_lets_a_request_past_the_threshold(run: UsageRun) -> None:
+@pytest.mark.parametrize("mode", ["ephemeral", "persist"])
+@given(run=usage_runs())
+def test_hook_with_reported_usage_never_lets_a_request_past_the_threshold(
+    mode: HookMode, run: UsageRun
+) -> None:
     """With ids or without (a list reducer, a hand-built state), each reply is read as the
     reply to the request before it: a reply taken for another's would credit a prefix
-    with a count the provider never gave it."""
+    with a count the provider never gave it. Persisted, the request is the rewritten
+    history, which the reply follows."""
     run = deepcopy(run)
     threshold = run.settings["threshold"]
-    for n, tokens in enumerate(hook_usage_loop(run), start=1):
+    for n, tokens in enumerate(hook_usage_loop(run, mode), start=1):
         assert tokens <= threshold, f"call {n}: {tokens} true tokens > {threshold}"
+
+
+NIGHTLY = (
+    "The nightly job wrote the new records to the service's store and then checked the "
+    "free disk space on every node before it reported back to the operators. "
+)
+
+
+def persist_sizes(usage: bool, turns: int = 24) -> tuple[list[int], int]:
+    """The true size of each request a persist hook lets through, and how often it rewrote."""
+    hook = create_pre_model_hook(
+        threshold=4_000, tail_budget=1_000, model=DIGEST, mode="persist", agent_model="stub"
+    )
+    state: dict[str, Any] = {"messages": [HumanMessage(ENGLISH_TASK[:1_500], id="task")]}
+    sizes, rewrites = [], 0
+    for i in range(turns):
+        update = hook.invoke(state)
+        rewrites += "messages" in update
+        state["messages"] = add_messages(state["messages"], update.pop("messages", []))
+        state.update(update)
+        sizes.append(true_tokens(state["messages"]))
+        call = {"name": "read_file", "args": {"path": f"notes/{i}.md"}, "id": f"c{i}"}
+        reply = AIMessage(
+            f"Reading notes {i}.",
+            tool_calls=[call],
+            id=f"a{i}",
+            response_metadata={"model_name": "stub"},
+        )
+        if usage:
+            reply.usage_metadata = {
+                "input_tokens": sizes[-1],
+                "output_tokens": 1,
+                "total_tokens": sizes[-1] + 1,
+            }
+        result = ToolMessage(NIGHTLY * 6, tool_call_id=f"c{i}", id=f"t{i}")
+        state["messages"] = add_messages(state["messages"], [reply, result])
+    return sizes, rewrites
+
+
+def test_the_persist_hook_learns_from_reported_usage_too() -> None:
+    """English the estimate counts high: with usage, the rewritten history waits until the
+    provider's count nears the threshold instead of the estimate's."""
+    blind, blind_rewrites = persist_sizes(usage=False)
+    told, told_rewrites = persist_sizes(usage=True)
+    assert blind_rewrites >= 1 and told_rewrites >= 1
+    assert max(told) <= 4_000
+    # Without usage the estimate rewrites the history at under 85% of the threshold by
+    # the provider's count; with it, the history grows past that first.
+    first = next(i for i in range(1, len(blind)) if blind[i] < blind[i - 1])
+    assert blind[first - 1] < 0.85 * 4_000
+    assert told[first] > blind[first - 1] and max(told) > 0.9 * 4_000
 
 
 def test_an_azure_deployment_and_an_alias_learn_from_their_replies() -> None:

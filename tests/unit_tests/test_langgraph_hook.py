@@ -31,6 +31,7 @@ from langchain_context_pipeline.langgraph import (
 )
 from langchain_context_pipeline.stages.model_call import RUN_NAME
 from langchain_context_pipeline.stages.model_call import TAG_NOSTREAM as CORE_TAG_NOSTREAM
+from langchain_context_pipeline.tokens.calibration import CALIBRATION_STATE_KEY
 from langchain_context_pipeline.tokens.threshold import resolve_threshold
 from tests.support.builders import unprunable_conversation as conversation
 from tests.support.callbacks import Recorder
@@ -217,7 +218,11 @@ async def test_async_hook_awaits_the_summarizer() -> None:
 
 def test_persist_under_budget_changes_nothing() -> None:
     hook = hook_with(EchoSummarizer(), mode="persist")
-    assert hook({"messages": conversation(1)}) == {}
+    messages = conversation(1)
+    update = hook({"messages": messages})
+    # Only the record of what is sent, which the reply's usage calibrates.
+    assert set(update) == {CALIBRATION_STATE_KEY}
+    assert update[CALIBRATION_STATE_KEY]["at"] == len(messages)
 
 
 def test_persist_over_budget_rewrites_messages_keeping_ids() -> None:
@@ -225,7 +230,7 @@ def test_persist_over_budget_rewrites_messages_keeping_ids() -> None:
     messages = conversation(12)
     update = hook({"messages": messages})
     # Beside the messages, the private key records which of them is the summary.
-    assert set(update) == {"messages", DEFAULT_SUMMARY_KEY}
+    assert set(update) == {"messages", DEFAULT_SUMMARY_KEY, CALIBRATION_STATE_KEY}
     remove, *kept = update["messages"]
     assert [m.id for m in kept if is_pipeline_summary(m)] == [update[DEFAULT_SUMMARY_KEY]["id"]]
     assert isinstance(remove, RemoveMessage) and remove.id == REMOVE_ALL_MESSAGES
@@ -237,7 +242,7 @@ def test_persist_over_budget_rewrites_messages_keeping_ids() -> None:
     assert [m.id for m in state] == [m.id for m in kept]
     assert estimate_tokens(state) <= THRESHOLD
     # Persisted and compressed once, the next call has nothing to change.
-    assert hook({"messages": state}) == {}
+    assert set(hook({"messages": state})) == {CALIBRATION_STATE_KEY}
 
 
 # -- system messages over the budget by themselves --------------------------------------------
