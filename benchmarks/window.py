@@ -23,6 +23,7 @@ from typing import Any, ClassVar
 
 from langchain.agents.middleware.types import ExtendedModelResponse, ModelRequest, ModelResponse
 from langchain_core.messages import AIMessage, BaseMessage
+from langgraph.graph.message import add_messages
 
 from benchmarks.fake import FakeSummarizer
 from benchmarks.real_tokens import REPLY_PRIMING, load_tokenizers
@@ -212,6 +213,59 @@ class OursHookUsage(Strategy):
         )
 
 
+class OursPersistUsage(Strategy):
+    """The pre-model hook in persist mode, its model reporting true usage.
+
+    The hook's state is carried as a graph applies its updates (``add_messages``): the
+    history it rewrote, then each turn's new messages, the reply with the true cl100k
+    count of the request before it. The request is the state's ``messages``.
+    """
+
+    key = "ours_persist_usage"
+    label = "ours: hook, persist mode (prune + condense), usage reported (cl100k)"
+    ours = True
+    summarises = True
+    reports_in = "cl100k_base"
+
+    def __init__(self, window: int, fake: FakeSummarizer) -> None:
+        super().__init__(window, fake)
+        self.hook = create_pre_model_hook(
+            threshold=window, tail_budget=self.tail, model=fake, mode="persist"
+        )
+        self.state: dict[str, Any] = {"messages": []}
+        self.sent: int | None = None
+        """The true count of the last request."""
+
+    def start(self) -> None:
+        super().start()
+        self.state, self.sent = {"messages": []}, None
+
+    def step(self, history: list[BaseMessage], new: list[BaseMessage]) -> list[BaseMessage]:
+        # Copies: add_messages gives an id to a message without one, in place, and the
+        # transcript's messages serve every strategy.
+        added = [m.model_copy() for m in new]
+        if self.sent is not None and added and isinstance(added[0], AIMessage):
+            usage = {"input_tokens": self.sent, "output_tokens": 0, "total_tokens": self.sent}
+            added[0] = added[0].model_copy(update={"usage_metadata": usage})
+        self.state["messages"] = add_messages(self.state["messages"], added)
+        update = self._timed(lambda: self.hook.invoke(self.state))
+        if "messages" in update:
+            self.state["messages"] = add_messages(self.state["messages"], update.pop("messages"))
+        if update.get(DEFAULT_SUMMARY_KEY) is not None:
+            self.summaries += 1
+        self.state.update(update)
+        request: list[BaseMessage] = list(self.state["messages"])
+        self.sent = TrueCount.count(request, self.reports_in)
+        return request
+
+    def describe(self) -> str:
+        return (
+            f"`create_pre_model_hook(threshold={self.window}, tail_budget={self.tail}, "
+            'model=fake, mode="persist")`.invoke(state), its updates applied by '
+            "`add_messages`; each reply reports the true cl100k count of the request before it"
+        )
+
+
 class OursDefaultExact(OursDefault):
     """The default pipeline counting with the agent model's own tokenizer (cl100k_base).
 
@@ -245,6 +299,7 @@ class OursDefaultExact(OursDefault):
 USAGE_STRATEGIES: tuple[type[Strategy], ...] = (
     OursCondenseUsage,
     OursHookUsage,
+    OursPersistUsage,
     OursDefaultUsage,
     OursDefaultUsageQwen3,
     OursDefaultExact,
