@@ -11,6 +11,7 @@ when it comes from the agent's own model (:func:`same_model`).
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Callable, Sequence
 from typing import Any, TypeVar
 
@@ -70,36 +71,73 @@ def reply_identity(reply: BaseMessage) -> tuple[str | None, str | None]:
     )
 
 
-_DEPLOYED: dict[str, str] = {"azure": "openai", "azure_openai": "openai"}
-"""Providers that serve another's models under names of the user's (deployments), and
-the provider their replies name: langchain-openai's Azure replies say ``"openai"`` and
-the model they ran (``"gpt-4o-2024-08-06"``), whatever the deployment is called."""
+_FAMILIES: dict[str, str] = {
+    "azure": "openai",
+    "azure_openai": "openai",
+    "openai-codex": "openai",
+    "openai-mantle": "openai",
+    "anthropic-bedrock": "anthropic",
+    "anthropic-mantle": "anthropic",
+    "amazon_bedrock": "bedrock",
+    "bedrock_converse": "bedrock",
+    "mistral": "mistralai",
+}
+"""A model's provider as LangSmith names it (``_get_ls_params``), or its replies'
+provider (``response_metadata["model_provider"]``), and the family both belong to,
+where the two names differ: langchain-openai's Azure and Codex models and
+langchain-aws's OpenAI and Anthropic hostings answer as ``"openai"`` /
+``"anthropic"``; langchain-aws's Bedrock models are ``"amazon_bedrock"`` and answer as
+``"bedrock_converse"`` (``ChatBedrockConverse``) or ``"bedrock"`` (``ChatBedrock``);
+langchain-mistralai's are ``"mistral"`` and answer as ``"mistralai"``."""
+
+_NAMED_BY_USER = frozenset({"azure", "azure_openai"})
+"""Providers whose model name is a deployment's, chosen by the user: langchain-openai's
+Azure replies name the model they ran (``"gpt-4o-2024-08-06"``) whatever the
+deployment is called, so the names are not compared."""
 
 _ALIASES = ("-latest", "-0")
 """Endings of a model alias that the provider resolves to a dated snapshot
 (``"claude-3-7-sonnet-latest"``, ``"claude-sonnet-4-0"``): the reply names the snapshot."""
 
+_HOSTED_ID = re.compile(
+    r"^(?:(?:us|eu|apac|jp|au|ca|us-gov|global)\.)?"
+    r"(?:anthropic|meta|mistral|amazon|cohere|ai21|deepseek|openai|qwen|writer)\."
+    r"(?P<model>.+?)(?:-v\d+(?::\d+)?|-\d+:\d+)?$"
+)
+"""A Bedrock model id: an optional cross-region prefix, the vendor, the model, a version
+(``"us.anthropic.claude-sonnet-4-20250514-v1:0"``); the model alone is compared, so a
+reply that names it as its vendor does (``"claude-sonnet-4-20250514"``) is the same."""
+
 
 def _family(provider: str) -> str:
-    """The provider whose models a provider serves (an Azure deployment: OpenAI's)."""
-    return _DEPLOYED.get(provider, provider)
+    """The family of a provider's name (see :data:`_FAMILIES`)."""
+    return _FAMILIES.get(provider, provider)
+
+
+def _bare(name: str) -> str:
+    """A model name without a Bedrock id's region, vendor and version (see :data:`_HOSTED_ID`)."""
+    hosted = _HOSTED_ID.match(name)
+    return hosted.group("model") if hosted else name
 
 
 def same_model(agent: tuple[str | None, str | None], reply: tuple[str | None, str | None]) -> bool:
     """Whether a reply's model is the agent's.
 
-    A dated snapshot (``"gpt-4o-2024-08-06"``, ``"claude-sonnet-4-20250514"``) answers
-    for its alias (``"gpt-4o"``, ``"claude-sonnet-4-0"``, ``"...-latest"``); an Azure
-    deployment answers for its provider's replies, whatever it is named.
+    The providers are compared by family (:data:`_FAMILIES`: an Azure deployment, a
+    Bedrock or a Mistral model answers under another provider name than its own). A
+    dated snapshot (``"gpt-4o-2024-08-06"``, ``"claude-sonnet-4-20250514"``) answers for
+    its alias (``"gpt-4o"``, ``"claude-sonnet-4-0"``, ``"...-latest"``), a model for its
+    Bedrock id; an Azure deployment answers for its provider's replies, whatever it is
+    named.
     """
     provider = agent[0].lower() if agent[0] else None
     if provider and reply[0] and _family(provider) != _family(reply[0].lower()):
         return False
-    if provider in _DEPLOYED:
+    if provider in _NAMED_BY_USER:
         return True  # a deployment's name is the user's, not the model's
-    name, replied = agent[1], reply[1]
-    if not name or not replied:
+    if not agent[1] or not reply[1]:
         return True
+    name, replied = _bare(agent[1]), _bare(reply[1])
     stem = next((name[: -len(end)] for end in _ALIASES if name.endswith(end)), name)
     return replied.startswith(stem) or name.startswith(replied)
 

@@ -1043,3 +1043,90 @@ def test_an_azure_deployment_and_an_alias_learn_from_their_replies() -> None:
         assert calibration.observe(dated, ("anthropic", alias))[1] is None
         # Another provider's reply is still not the agent's.
         assert calibration.observe(dated, ("openai", "gpt-4o"))[1] is not None
+
+
+def test_mistral_and_bedrock_models_learn_from_their_replies() -> None:
+    """Each names its provider one way and its replies another: the families match."""
+    import boto3
+    import httpx
+    from botocore.stub import Stubber
+    from langchain_aws import ChatBedrockConverse
+    from langchain_mistralai import ChatMistralAI
+
+    from langchain_context_pipeline.tokens.calibration import model_identity
+
+    calibration = Calibration().sending(1000)
+    # ChatMistralAI over an in-memory transport: ('mistral', ...) answering as 'mistralai'.
+    body = {
+        "id": "cmpl-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": "mistral-large-2411",
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 1500, "completion_tokens": 1, "total_tokens": 1501},
+    }
+    service = httpx.MockTransport(lambda request: httpx.Response(200, json=body))
+    mistral = ChatMistralAI(
+        model="mistral-large-latest",
+        api_key="not-used",  # type: ignore[arg-type]
+        client=httpx.Client(transport=service, base_url="https://api.mistral.ai/v1"),
+        max_retries=0,
+    )
+    reply = mistral.invoke("hi")
+    assert model_identity(mistral)[0] == "mistral"
+    assert reply.response_metadata["model_provider"] == "mistralai"
+    moved, reason = calibration.observe(reply, model_identity(mistral))
+    assert reason is None and moved.correction == pytest.approx(1.5 * 1.03)
+    # ChatBedrockConverse on a stubbed client: ('amazon_bedrock', id) answering as
+    # 'bedrock_converse'.
+    client = boto3.client(
+        "bedrock-runtime",
+        region_name="us-east-1",
+        aws_access_key_id="not-used",
+        aws_secret_access_key="not-used",
+    )
+    stub = Stubber(client)
+    stub.add_response(
+        "converse",
+        {
+            "output": {"message": {"role": "assistant", "content": [{"text": "ok"}]}},
+            "stopReason": "end_turn",
+            "usage": {"inputTokens": 1500, "outputTokens": 1, "totalTokens": 1501},
+            "metrics": {"latencyMs": 1},
+        },
+    )
+    model_id = "us.anthropic.claude-sonnet-4-20250514-v1:0"
+    with stub:
+        bedrock = ChatBedrockConverse(
+            model=model_id,
+            client=client,
+            bedrock_client=client,
+            region_name="us-east-1",
+            aws_access_key_id="not-used",  # type: ignore[arg-type]
+            aws_secret_access_key="not-used",  # type: ignore[arg-type]
+        )
+        reply = bedrock.invoke("hi")
+    assert model_identity(bedrock) == ("amazon_bedrock", model_id)
+    assert reply.response_metadata["model_provider"] == "bedrock_converse"
+    moved, reason = calibration.observe(reply, model_identity(bedrock))
+    assert reason is None and moved.correction == pytest.approx(1.5 * 1.03)
+    # Another Bedrock model's reply is not the agent's; the model behind an Anthropic
+    # hosting's Bedrock id answers for it.
+    llama = AIMessage(
+        "x",
+        response_metadata={
+            "model_name": "meta.llama3-1-70b-instruct-v1:0",
+            "model_provider": "bedrock_converse",
+        },
+    )
+    llama.usage_metadata = {"input_tokens": 1500, "output_tokens": 1, "total_tokens": 1501}
+    assert calibration.observe(llama, model_identity(bedrock))[1] is not None
+    hosted = AIMessage(
+        "x",
+        response_metadata={"model_name": "claude-sonnet-4-20250514", "model_provider": "anthropic"},
+    )
+    hosted.usage_metadata = llama.usage_metadata
+    assert calibration.observe(hosted, ("anthropic-bedrock", model_id))[1] is None
+    assert calibration.observe(hosted, ("anthropic-bedrock", "anthropic.claude-3-haiku"))[1]
