@@ -41,8 +41,9 @@ logger = logging.getLogger("langchain_context_pipeline")
 
 # Packages whose chat models define get_num_tokens_from_messages without counting
 # exactly offline: langchain-openai's guesses cl100k_base for a name it does not know
-# (an OpenAI name is served by rule 1 first), langchain-anthropic's calls the API.
-_NOT_LOCAL = ("langchain_openai", "langchain_anthropic")
+# (an OpenAI name is served by rule 1 first), langchain-anthropic's calls the API, and
+# langchain-aws's Bedrock models call Bedrock's count_tokens (else a GPT-2 guess).
+_NOT_LOCAL = ("langchain_openai", "langchain_anthropic", "langchain_aws")
 
 _KEPT = 32
 _lock = threading.Lock()

@@ -190,6 +190,20 @@ def test_without_an_exact_count_it_is_an_error_or_the_estimate_with_a_warning(
     assert "claude-sonnet-4-5" in caplog.text and "default estimate" in caplog.text
 
 
+def test_a_bedrock_model_is_not_counted_by_its_own_count_which_calls_the_service() -> None:
+    """langchain-aws's get_num_tokens_from_messages calls Bedrock's count_tokens API."""
+    from langchain_aws import ChatBedrock, ChatBedrockConverse
+
+    keys = {"aws_access_key_id": "not-used", "aws_secret_access_key": "not-used"}
+    model_id = "anthropic.claude-3-5-sonnet-20240620-v1:0"
+    for model in (
+        ChatBedrockConverse(model=model_id, region_name="us-east-1", **keys),  # type: ignore[arg-type]
+        ChatBedrock(model=model_id, region_name="us-east-1", **keys),  # type: ignore[arg-type]
+    ):
+        with pytest.raises(ValueError, match="no exact count"):
+            exact_token_counter(model)
+
+
 def test_exact_with_no_model_for_the_call_says_how_to_use_it() -> None:
     pipeline = ContextPipeline(threshold=50, token_counter="exact")
     with pytest.raises(RuntimeError, match=r"exact_token_counter\(model\)"):
