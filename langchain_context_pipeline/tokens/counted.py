@@ -139,7 +139,17 @@ def same_model(agent: tuple[str | None, str | None], reply: tuple[str | None, st
         return True
     name, replied = _bare(agent[1]), _bare(reply[1])
     stem = next((name[: -len(end)] for end in _ALIASES if name.endswith(end)), name)
-    return replied.startswith(stem) or name.startswith(replied)
+    if replied.startswith(stem) or name.startswith(replied):
+        return True
+    # An alias may also leave out the version the reply names ("gemini-flash-latest"
+    # answered by "gemini-2.5-flash"): its words, in order, among the reply's.
+    return stem != name and _in_order(stem.split("-"), replied.split("-"))
+
+
+def _in_order(words: list[str], among: list[str]) -> bool:
+    """Whether ``words`` occur in ``among`` in the same order (not necessarily adjacent)."""
+    rest = iter(among)
+    return all(word in rest for word in words)
 
 
 def _naturals(*values: Any) -> bool:

@@ -1043,6 +1043,14 @@ def test_an_azure_deployment_and_an_alias_learn_from_their_replies() -> None:
         assert calibration.observe(dated, ("anthropic", alias))[1] is None
         # Another provider's reply is still not the agent's.
         assert calibration.observe(dated, ("openai", "gpt-4o"))[1] is not None
+    # An alias that leaves out the version its reply names; not another model's.
+    flash = AIMessage(
+        "x",
+        response_metadata={"model_name": "gemini-2.5-flash", "model_provider": "google_genai"},
+    )
+    flash.usage_metadata = {"input_tokens": 1500, "output_tokens": 1, "total_tokens": 1501}
+    assert calibration.observe(flash, ("google_genai", "gemini-flash-latest"))[1] is None
+    assert calibration.observe(flash, ("google_genai", "gemini-pro-latest"))[1] is not None
 
 
 def test_mistral_and_bedrock_models_learn_from_their_replies() -> None:
