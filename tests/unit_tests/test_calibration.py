@@ -807,7 +807,10 @@ def test_async_reported_usage_never_lets_a_request_past_the_threshold(run: Usage
 
 
 @react_agent_warning
-def test_hook_never_sends_more_than_the_threshold_by_the_providers_count() -> None:
+@pytest.mark.parametrize("mode", ["ephemeral", "persist"])
+def test_hook_never_sends_more_than_the_threshold_by_the_providers_count(
+    mode: HookMode, tmp_path: Path
+) -> None:
     model = ChatMixedUsage()
     prompt = "You are a careful assistant."
     hook = create_pre_model_hook(
@@ -816,10 +819,17 @@ def test_hook_never_sends_more_than_the_threshold_by_the_providers_count() -> No
         agent_model=model,
         system_prompt=prompt,
         tools=[read_data],
+        mode=mode,
     )
-    agent = create_react_agent(model, [read_data], prompt=prompt, pre_model_hook=hook)
-    agent.invoke({"messages": [HumanMessage(ENGLISH_TASK)]}, {"recursion_limit": 200})
+    with sqlite3.connect(tmp_path / "agent.db", check_same_thread=False) as conn:
+        agent = create_react_agent(
+            model, [read_data], prompt=prompt, pre_model_hook=hook, checkpointer=SqliteSaver(conn)
+        )
+        agent.invoke({"messages": [HumanMessage(ENGLISH_TASK)]}, thread("mixed"))
+        saved = agent.get_state(thread("mixed")).values
     assert_mixed_run(model)
+    # The checkpointed record holds spans the provider counted, in both modes.
+    assert Calibration.from_state(saved.get(CALIBRATION_STATE_KEY)).counted
 
 
 def test_a_counted_prefix_is_budgeted_at_its_count_and_the_rest_at_the_estimate() -> None:
