@@ -33,7 +33,7 @@ from langchain_context_pipeline.core.events import (
 )
 from langchain_context_pipeline.core.pipeline import ContextPipeline, OverBudget
 from langchain_context_pipeline.core.report import CompressionResult
-from langchain_context_pipeline.messages.references import message_ref
+from langchain_context_pipeline.messages.references import content_ref, message_ref
 from langchain_context_pipeline.stages.carried import CarriedSummary
 from langchain_context_pipeline.stages.hysteresis import StandingCuts
 from langchain_context_pipeline.stages.model_call import adrive, drive
@@ -112,6 +112,16 @@ def message_mark(message: BaseMessage) -> str:
     return message.id if message.id else f"ref:{message_ref(message)}"
 
 
+def _stands_for(message: BaseMessage, mark: str) -> bool:
+    """Whether ``message`` is the one marked ``mark``, or was before it had an id.
+
+    ``add_messages`` gives an id to every message without one when it adds the reply.
+    """
+    if message_mark(message) == mark:
+        return True
+    return bool(message.id) and mark == f"ref:{content_ref(message)}"
+
+
 def reply_after(
     messages: Sequence[BaseMessage], after: str | None, at: int = 0
 ) -> BaseMessage | None:
@@ -125,7 +135,7 @@ def reply_after(
     """
     if after is None:
         return None
-    if 0 < at <= len(messages) and message_mark(messages[at - 1]) == after:
+    if 0 < at <= len(messages) and _stands_for(messages[at - 1], after):
         start = at
     else:
         found = [i for i, m in enumerate(messages) if m.id == after]

@@ -34,6 +34,7 @@ __all__ = [
     "REF_PATTERN",
     "RefIndex",
     "call_of",
+    "content_ref",
     "find_refs",
     "format_ref",
     "message_ref",
@@ -66,18 +67,29 @@ def message_ref(message: BaseMessage) -> str:
         True
     """
     if message.id:
-        seed = f"id:{message.id}"
-    else:
-        extra: Any = message.tool_call_id if isinstance(message, ToolMessage) else None
-        legacy = legacy_call(message)
-        if isinstance(message, FunctionMessage):
-            extra = ["function", message.name]
-        if isinstance(message, AIMessage) and message.tool_calls:
-            extra = message.tool_calls
-        elif legacy is not None:
-            extra = {"function_call": legacy}
-        body = dumps([message.type, message.content, extra], sort_keys=True)
-        seed = f"content:{body}"
+        return _digest(f"id:{message.id}")
+    return content_ref(message)
+
+
+def content_ref(message: BaseMessage) -> str:
+    """Return the reference :func:`message_ref` gives ``message`` without its id.
+
+    It names the message by what it says (its type, content, tool call id, tool calls
+    or legacy function call), so it is the same after a reducer gives it an id.
+    """
+    extra: Any = message.tool_call_id if isinstance(message, ToolMessage) else None
+    legacy = legacy_call(message)
+    if isinstance(message, FunctionMessage):
+        extra = ["function", message.name]
+    if isinstance(message, AIMessage) and message.tool_calls:
+        extra = message.tool_calls
+    elif legacy is not None:
+        extra = {"function_call": legacy}
+    body = dumps([message.type, message.content, extra], sort_keys=True)
+    return _digest(f"content:{body}")
+
+
+def _digest(seed: str) -> str:
     return hashlib.sha256(seed.encode("utf-8", "surrogatepass")).hexdigest()[:_LENGTH]
 
 

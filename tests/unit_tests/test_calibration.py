@@ -1006,6 +1006,29 @@ def test_the_persist_hook_learns_from_reported_usage_too() -> None:
     assert told[first] > blind[first - 1] and max(told) > 0.9 * 4_000
 
 
+@pytest.mark.parametrize("mode", ["ephemeral", "persist"])
+def test_a_request_found_by_its_content_is_found_after_add_messages_gives_it_an_id(
+    mode: HookMode, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A history without ids (a hand-built state) marks the request's last message by
+    its content; ``add_messages`` then gives every message an id when the reply is
+    added. The message is still the one that ended the request: its reply is read."""
+    hook = create_pre_model_hook(threshold=4_000, mode=mode, agent_model="stub")
+    state: dict[str, Any] = {"messages": [HumanMessage(ENGLISH_TASK[:1_500])]}
+    update = hook.invoke(state)
+    state["messages"] = add_messages(state["messages"], update.pop("messages", []))
+    state.update(update)
+    reply = AIMessage("Reading.", response_metadata={"model_name": "stub"})
+    reply.usage_metadata = {"input_tokens": 300, "output_tokens": 1, "total_tokens": 301}
+    state["messages"] = add_messages(state["messages"], [reply, HumanMessage("Go on.")])
+    assert all(m.id for m in state["messages"])  # the task has an id now
+    with caplog.at_level(logging.WARNING, logger="langchain_context_pipeline"):
+        update = hook.invoke(state)
+    learned = Calibration.from_state(update[CALIBRATION_STATE_KEY])
+    assert learned.samples == 1 and learned.counted
+    assert "no reply" not in caplog.text
+
+
 def test_an_azure_deployment_and_an_alias_learn_from_their_replies() -> None:
     import httpx
     from langchain_openai import AzureChatOpenAI
