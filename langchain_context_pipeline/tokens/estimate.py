@@ -28,7 +28,7 @@ string:
 * what no word is made of (added by hand after the fit, as the repeated-letter
   charge was): clusters of five or six consonants inside long letter runs
   (random keys, DNA and protein sequences) and letters repeating a pattern of two
-  to four ("abab..."), or of five to eight twice in a row inside long letter
+  to four ("abab..."), or of five to sixteen twice in a row inside long letter
   runs ("abcdeabcde..."), near zero in natural text;
 * punctuation that does not merge (added by hand too): control characters, and
   marks that end four marks in a row and differ from the one before ("()()",

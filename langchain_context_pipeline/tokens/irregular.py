@@ -23,8 +23,10 @@ _NOT_LETTER = bytes(0 if 65 <= b <= 90 or 97 <= b <= 122 else 1 for b in range(2
 # in a row inside a run of at least eight letters of that case (a letter repeated is
 # charged as such already), and each letter that repeats the one two, three or four
 # before it, three in a row; inside runs of 13 letters or more, also each letter that
-# repeats the one five to eight before it twice ("abcde" * 500 is 1,000 tokens in
-# cl100k_base and was estimated at 366). Both are near zero in natural text, whose
+# repeats the one five to sixteen before it twice ("abcde" * 500 is 1,000 tokens in
+# cl100k_base and was estimated at 366; a random pattern of nine to sixteen lowercase
+# letters repeated, at as little as 0.23 of its count while only periods up to eight
+# were looked for). Both are near zero in natural text, whose
 # words have vowels and whose repeats are words, not pieces: on the token corpus
 # the estimate rises 0.35% on the transcripts, 0.8% on base64 and less elsewhere. Known
 # undercounts left: random words shorter than eight letters ("qzv xkw ..."), whose
@@ -32,8 +34,12 @@ _NOT_LETTER = bytes(0 if 65 <= b <= 90 or 97 <= b <= 122 else 1 for b in range(2
 # characters (its digits cut the letter runs; they are charged as digits), random
 # lowercase alphanumerics and mixed-case letters shorter than about 400 (by up to
 # 12% at 40 characters; measured, not changed by this charge), patterns of more
-# than eight letters repeated, and "&", "@" or "^" between a word and a newline
-# (no tokenizer merges them: 0.7 of the count, one word a line).
+# than sixteen letters repeated, a short unit that mixes letters with digits or
+# marks repeated ("oum;ge" * 250: its letter runs are short and read as words, 0.56
+# of the count; "ref=0badc0de" * 133, 0.83; 15-46% of random units of four to
+# fourteen letters, digits and marks, each repeated to 1,600 characters, in a
+# probe), and "&", "@" or "^" between a word and a newline (no
+# tokenizer merges them: 0.7 of the count, one word a line).
 _VOWELS = frozenset(b"aeiouyAEIOUY")
 _CASES_CONSONANTS = tuple(
     (
@@ -55,7 +61,7 @@ _LETTERS = bytes(1 - flag for flag in _NOT_LETTER)
 # and "IY" * 500 are 1,000 in every tokenizer).
 _PER_PATTERN_LETTER = 0.87
 _PERIODS = (2, 3, 4)
-_LONG_PERIODS = (5, 6, 7, 8)
+_LONG_PERIODS = tuple(range(5, 17))
 _LONG_RUN = b"a" * 13
 _LONG_RUNS = re.compile(_LONG_RUN + b"+")  # a literal prefix: searched as bytes.find does
 _RUN_GAP = bytes(max(_LONG_PERIODS))
@@ -147,8 +153,8 @@ def _patterned(flags: Flags, size: int, *, long: bool) -> float:
     """Charge the letters that repeat a pattern, three in a row (not a letter tripled).
 
     A letter repeats a pattern where it equals the one two, three or four after
-    it; with ``long``, also where it equals the one five to eight after it and
-    that one the next five to eight after (a longer period must repeat twice:
+    it; with ``long``, also where it equals the one five to sixteen after it and
+    that one the next five to sixteen after (a longer period must repeat twice:
     words recur at such distances in natural text, but rarely twice in a row).
     """
     whole, letters = flags.whole, flags.letters
