@@ -150,8 +150,9 @@ def create_pre_model_hook(
     Example:
         >>> from langchain_core.messages import HumanMessage
         >>> hook = create_pre_model_hook(threshold=8000, tail_budget=2000, mode="persist")
-        >>> hook({"messages": [HumanMessage("hi")]})  # under budget: nothing to change
-        {}
+        >>> update = hook({"messages": [HumanMessage("hi")]})
+        >>> list(update)  # under budget: no messages rewritten, only what was sent recorded
+        ['context_pipeline_calibration']
     """
     if mode not in MODES:
         raise ValueError(f"mode must be 'ephemeral' or 'persist', got {mode!r}")
