@@ -457,6 +457,39 @@ def usage_runs(draw: st.DrawFn) -> UsageRun:
     return UsageRun(task, turns, settings)
 
 
+@st.composite
+def shaped_usage_runs(draw: st.DrawFn) -> UsageRun:
+    """A :func:`usage_runs` whose tool turns are as providers send them.
+
+    Each turn is a :func:`~tests.support.strategies_shapes.tool_turn` (Anthropic
+    ``tool_use`` blocks, Responses items, custom and computer calls, legacy function
+    calls, OpenAI ``additional_kwargs``), and about half of its string tool results
+    are replaced by dense mixed content of up to the threshold.
+    """
+    serial = iter(range(100_000))
+
+    def ids() -> str:
+        return f"s{next(serial)}"
+
+    threshold = draw(st.integers(1_500, 8_000))
+    turns: list[Turn] = []
+    for _ in range(draw(st.integers(2, 10))):
+        messages: list[BaseMessage] = []
+        for message in draw(tool_turn(ids)):
+            dense = isinstance(message, ToolMessage) and isinstance(message.content, str)
+            if dense and draw(st.booleans()):
+                message = message.model_copy(update={"content": draw(mixed_texts(threshold))})
+            messages.append(message)
+        turns.append(Turn(messages))
+    settings = {
+        "threshold": threshold,
+        "head_count": draw(st.integers(1, 3)),
+        "model": draw(st.sampled_from([None, DIGEST])),
+    }
+    task = "Task: " + text_of([PROSE], draw(st.integers(threshold // 4, 2 * threshold)))
+    return UsageRun(task, turns, settings)
+
+
 # -- last resort: tool units in the head, small thresholds, thinking on the newest turn --
 
 

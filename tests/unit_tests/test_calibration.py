@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 import quicktok
-from hypothesis import given
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from langchain.agents.middleware.types import ExtendedModelResponse, ModelRequest, ModelResponse
 from langchain_core.language_models import GenericFakeChatModel
@@ -49,20 +49,28 @@ from langchain_context_pipeline.tokens.calibration import (
     prefix_digests,
 )
 from langchain_context_pipeline.tokens.counters import MESSAGE_OVERHEAD_TOKENS, countable_parts
+from langchain_context_pipeline.tokens.estimate import text_tokens
 from langchain_context_pipeline.tokens.overflow import overflow_of
 from tests.support.fakes import Call, ReplyingChatModel
-from tests.support.strategies_loop import UsageRun, usage_runs
+from tests.support.strategies_loop import UsageRun, shaped_usage_runs, usage_runs
 
 CL100K = quicktok.get_encoding("cl100k_base")
 WINDOW = 16_000
 SYSTEM = "你是一个谨慎的编程助手，请用中文回答。" * 20
 
 
+def cl100k(text: str) -> int:
+    """cl100k_base's count of ``text``; a lone surrogate as the JSON escape a request carries."""
+    if not text.isascii():
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return len(CL100K.encode_ordinary(text))
+
+
 def true_tokens(messages: list[BaseMessage]) -> int:
     total = 3
     for message in messages:
         texts, fixed = countable_parts(message)
-        total += sum(len(CL100K.encode_ordinary(t)) for t in texts) + fixed
+        total += sum(map(cl100k, texts)) + fixed
         total += MESSAGE_OVERHEAD_TOKENS
     return total
 
@@ -953,6 +961,57 @@ def test_hook_with_reported_usage_never_lets_a_request_past_the_threshold(
     threshold = run.settings["threshold"]
     for n, tokens in enumerate(hook_usage_loop(run, mode), start=1):
         assert tokens <= threshold, f"call {n}: {tokens} true tokens > {threshold}"
+
+
+def estimate_bounds(run: UsageRun) -> bool:
+    """Whether the content-aware estimate is at least cl100k's count of every text of ``run``.
+
+    Text that repeats one short unit (``"src/app.py" * 200``) can be estimated under its
+    count, a measured limit of the estimate (``tokens/estimate.py``, "Repetition"),
+    tested with the estimate; the properties below are about what calibration and the
+    pipeline make of an estimate that bounds what it is given.
+    """
+    texts = (t for turn in run.turns for m in turn.messages for t in countable_parts(m)[0])
+    return all(text_tokens(t) >= cl100k(t) for t in texts)
+
+
+FILTERING = settings(
+    suppress_health_check=[
+        HealthCheck.too_slow,
+        HealthCheck.data_too_large,
+        HealthCheck.filter_too_much,
+    ]
+)
+
+
+@pytest.mark.parametrize("mode", ["ephemeral", "persist"])
+@FILTERING
+@given(run=shaped_usage_runs())
+def test_provider_shaped_turns_with_reported_usage_never_pass_the_threshold(
+    mode: HookMode, run: UsageRun
+) -> None:
+    """Tool turns as Anthropic, the Responses API, custom and computer tools and legacy
+    function calls send them, with dense results: the hook, in both modes, reads each
+    reply's usage and never lets a request it could budget past the threshold."""
+    assume(estimate_bounds(run))
+    run = deepcopy(run)
+    threshold = run.settings["threshold"]
+    for n, tokens in enumerate(hook_usage_loop(run, mode), start=1):
+        assert tokens <= threshold, f"call {n}: {tokens} true tokens > {threshold}"
+
+
+@FILTERING
+@given(run=shaped_usage_runs())
+def test_the_middleware_with_provider_shaped_turns_never_passes_the_threshold(
+    run: UsageRun,
+) -> None:
+    assume(estimate_bounds(run))
+    run = deepcopy(run)
+    mw = ContextPipelineMiddleware(**run.settings)
+    stub, state = TrueUsage(mw), {}
+    for history in usage_turns(run):
+        record(mw.wrap_model_call(request(history, state), stub), state)
+    assert_within_threshold(run, stub)
 
 
 NIGHTLY = (
