@@ -1088,6 +1088,24 @@ def test_a_request_found_by_its_content_is_found_after_add_messages_gives_it_an_
     assert "no reply" not in caplog.text
 
 
+def completion_service(model: str) -> Any:
+    """An ``httpx`` transport in memory answering every request as a chat-completions
+    service does: ``model``'s reply, 1,500 prompt tokens reported."""
+    import httpx
+
+    body = {
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "created": 0,
+        "model": model,
+        "choices": [
+            {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}
+        ],
+        "usage": {"prompt_tokens": 1500, "completion_tokens": 1, "total_tokens": 1501},
+    }
+    return httpx.MockTransport(lambda request: httpx.Response(200, json=body))
+
+
 def test_an_azure_deployment_and_an_alias_learn_from_their_replies() -> None:
     import httpx
     from langchain_openai import AzureChatOpenAI
@@ -1098,17 +1116,7 @@ def test_an_azure_deployment_and_an_alias_learn_from_their_replies() -> None:
     # An Azure deployment named by its user, answering through langchain-openai (the
     # service's response from a transport in memory): the reply names provider
     # "openai" and the model the deployment ran.
-    body = {
-        "id": "chatcmpl-1",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "gpt-4o-2024-08-06",
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}
-        ],
-        "usage": {"prompt_tokens": 1500, "completion_tokens": 1, "total_tokens": 1501},
-    }
-    service = httpx.MockTransport(lambda request: httpx.Response(200, json=body))
+    service = completion_service("gpt-4o-2024-08-06")
     azure = AzureChatOpenAI(
         azure_deployment="prod-chat",
         azure_endpoint="https://example.openai.azure.com",
@@ -1157,17 +1165,7 @@ def test_mistral_and_bedrock_models_learn_from_their_replies() -> None:
 
     calibration = Calibration().sending(1000)
     # ChatMistralAI over an in-memory transport: ('mistral', ...) answering as 'mistralai'.
-    body = {
-        "id": "cmpl-1",
-        "object": "chat.completion",
-        "created": 0,
-        "model": "mistral-large-2411",
-        "choices": [
-            {"index": 0, "message": {"role": "assistant", "content": "ok"}, "finish_reason": "stop"}
-        ],
-        "usage": {"prompt_tokens": 1500, "completion_tokens": 1, "total_tokens": 1501},
-    }
-    service = httpx.MockTransport(lambda request: httpx.Response(200, json=body))
+    service = completion_service("mistral-large-2411")
     mistral = ChatMistralAI(
         model="mistral-large-latest",
         api_key="not-used",  # type: ignore[arg-type]
