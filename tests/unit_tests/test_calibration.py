@@ -787,14 +787,20 @@ def assert_within_threshold(run: UsageRun, stub: TrueUsage) -> None:
             assert tokens <= threshold, f"call {n}: {tokens} true tokens > {threshold}"
 
 
-@given(usage_runs())
-def test_reported_usage_never_lets_a_request_past_the_threshold(run: UsageRun) -> None:
+def middleware_usage_run(run: UsageRun) -> None:
+    """Drive the middleware turn by turn over ``run``, every reply reporting true usage,
+    and assert that no request it could budget passed the threshold."""
     run = deepcopy(run)
     mw = ContextPipelineMiddleware(**run.settings)
     stub, state = TrueUsage(mw), {}
     for history in usage_turns(run):
         record(mw.wrap_model_call(request(history, state), stub), state)
     assert_within_threshold(run, stub)
+
+
+@given(usage_runs())
+def test_reported_usage_never_lets_a_request_past_the_threshold(run: UsageRun) -> None:
+    middleware_usage_run(run)
 
 
 @given(usage_runs())
@@ -1006,12 +1012,7 @@ def test_the_middleware_with_provider_shaped_turns_never_passes_the_threshold(
     run: UsageRun,
 ) -> None:
     assume(estimate_bounds(run))
-    run = deepcopy(run)
-    mw = ContextPipelineMiddleware(**run.settings)
-    stub, state = TrueUsage(mw), {}
-    for history in usage_turns(run):
-        record(mw.wrap_model_call(request(history, state), stub), state)
-    assert_within_threshold(run, stub)
+    middleware_usage_run(run)
 
 
 NIGHTLY = (
