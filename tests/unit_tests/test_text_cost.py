@@ -27,6 +27,7 @@ from hypothesis import strategies as st
 from langchain_context_pipeline.tokens import estimate as _text_cost
 from langchain_context_pipeline.tokens import known_words
 from langchain_context_pipeline.tokens.estimate import text_tokens
+from langchain_context_pipeline.tokens.repeated import repeated_bound
 
 CORPUS = Path(__file__).resolve().parent.parent / "data" / "token_corpus"
 SAMPLES = {path.stem: path.read_text(encoding="utf-8") for path in sorted(CORPUS.glob("*.txt"))}
@@ -730,3 +731,42 @@ def test_texts_of_known_joined_and_bare_words_are_not_undercounted(text: str) ->
     # alone, as a bare word, credited less; before more letters, ASCII or not, the
     # pre-token goes on.
     _never_below_any_tokenizer(text, repr(text[:60]))
+
+
+# A line as tool output holds it: every line of the corpus of 4 to 200 characters.
+_LINES = sorted(
+    {line for text in SAMPLES.values() for line in text.split("\n") if 4 <= len(line) <= 200}
+)
+
+
+@given(st.sampled_from(_LINES), st.integers(2, 150), st.booleans())
+def test_a_line_repeated_is_not_undercounted(line: str, copies: int, final_newline: bool) -> None:
+    # A warning printed in a loop, `yes | head`, a log of retries: the fit's error
+    # on one line, repeated, is no longer a random walk. Before a repeated line was
+    # charged copy by copy, of 600 corpus lines repeated 60 times, 42 were
+    # estimated under the costliest tokenizer, at worst 0.69 ("gcrs.py").
+    text = "\n".join([line] * copies) + ("\n" if final_newline else "")
+    _never_below_any_tokenizer(text, f"{line[:40]!r} x{copies}")
+
+
+def test_a_repeated_line_between_other_lines_is_not_undercounted() -> None:
+    for line in ("gcrs.py", "   improved.", "    ]    ]", "WARNING: retrying connection (3/5)"):
+        text = "$ python run.py\n" + "\n".join([line] * 300) + "\nDone in 2.1s.\n"
+        _never_below_any_tokenizer(text, f"{line!r} x300 with a header and a footer")
+    assert text_tokens("\n".join(["gcrs.py"] * 60)) >= 60 * TOKENIZERS["deepseek"]("gcrs.py\n")
+
+
+@pytest.mark.parametrize("kind", ["prose_en", "code", "transcript", "markdown", "csv"])
+def test_text_of_distinct_lines_is_charged_as_before(kind: str) -> None:
+    # The copy-by-copy bound applies only where repeated lines make half the text:
+    # none of these samples, whose estimate is the fit's alone.
+    for name in (name for name, sample_kind in KINDS.items() if sample_kind == kind):
+        assert repeated_bound(SAMPLES[name], text_tokens) == 0, name
+    # A text that is mostly one line repeated is (the bound is more than the fit),
+    # and a phrase repeated without a newline is not (left to the fit).
+    warnings = "\n".join(["WARNING: retrying connection (3/5)"] * 40)
+    assert repeated_bound(warnings, text_tokens) > 0
+    assert text_tokens(warnings) == repeated_bound(warnings, _text_cost._fitted_tokens)
+    assert repeated_bound("word " * 400, text_tokens) == 0
+    # Lines that are all empty: the distinct part is the empty string.
+    assert text_tokens("\n" * 40) == repeated_bound("\n" * 40, _text_cost._fitted_tokens) > 0
