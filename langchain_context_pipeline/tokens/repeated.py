@@ -23,11 +23,17 @@ Natural text rarely has half its bytes in repeated lines (none of the corpus's
 transcripts, code or prose does); what does is charged more than before: a pretty
 JSON config of 25 alike objects and a log of one stack trace repeated eight times,
 1.5x and 1.7x the costliest tokenizer (were 1.16x and 1.57x). Left: a unit repeated
-without a newline between its copies (a phrase an LLM repeats in a loop, a key
-repeated), whose copies cannot be charged one by one without charging a short
-natural unit many times what it costs (``"word " * 400`` would cost five tokens a
-copy, one each in every tokenizer), so it is left to the fit: see
-:mod:`~langchain_context_pipeline.tokens.irregular` for what it covers.
+without a newline between its copies (a phrase an LLM repeats in a loop, a path or
+key repeated). Measured: of 800 pieces of corpus lines repeated without a break, 77
+were estimated under the costliest tokenizer, at worst 0.56, and the pipeline sent
+``"src/app.py" * 3000`` at about 1.1x a threshold of 1,500 cl100k tokens (random
+units, up to 2x). Charging each copy a third of three copies' estimate, as lines
+are, bounded every piece of 15 characters or more tried, but charged a short phrase
+repeated 1.6-2.7x what it costs (``"hello world " * 200`` 2.2x, ``"word " * 200``
+2.7x, against 1.1x by the fit), and 17 of this project's own tests, which size their
+messages with such phrases, changed what they kept: that trade was not taken. Such
+text is left to the fit: see :mod:`~langchain_context_pipeline.tokens.irregular`
+for what it covers.
 """
 
 from __future__ import annotations
