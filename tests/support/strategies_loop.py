@@ -410,6 +410,16 @@ class UsageRun:
     settings: dict[str, Any]
 
 
+def _run_settings(draw: st.DrawFn, threshold: int) -> dict[str, Any]:
+    """The pipeline settings of a usage run: its threshold, a head of one to three, and
+    no summarizer or the digest."""
+    return {
+        "threshold": threshold,
+        "head_count": draw(st.integers(1, 3)),
+        "model": draw(st.sampled_from([None, DIGEST])),
+    }
+
+
 @st.composite
 def usage_runs(draw: st.DrawFn) -> UsageRun:
     """An English task, then tool turns whose outputs mix every kind, with edits in place."""
@@ -446,11 +456,7 @@ def usage_runs(draw: st.DrawFn) -> UsageRun:
             ]
         count += len(turn.messages)
         turns.append(turn)
-    settings = {
-        "threshold": threshold,
-        "head_count": draw(st.integers(1, 3)),
-        "model": draw(st.sampled_from([None, DIGEST])),
-    }
+    settings = _run_settings(draw, threshold)
     # English first, as long as half the window or more: the estimate counts it
     # high, and a correction learned from it must not carry to the dense output.
     task = "Task: " + text_of([PROSE], draw(st.integers(threshold // 4, 3 * threshold)))
@@ -481,11 +487,7 @@ def shaped_usage_runs(draw: st.DrawFn) -> UsageRun:
                 message = message.model_copy(update={"content": draw(mixed_texts(threshold))})
             messages.append(message)
         turns.append(Turn(messages))
-    settings = {
-        "threshold": threshold,
-        "head_count": draw(st.integers(1, 3)),
-        "model": draw(st.sampled_from([None, DIGEST])),
-    }
+    settings = _run_settings(draw, threshold)
     task = "Task: " + text_of([PROSE], draw(st.integers(threshold // 4, 2 * threshold)))
     return UsageRun(task, turns, settings)
 
