@@ -159,31 +159,37 @@ _LINES = sorted(
 @settings(deadline=None)
 @given(
     st.lists(
-        st.tuples(st.sampled_from(_LINES), st.integers(2, 1500), st.booleans()),
+        st.tuples(st.sampled_from(_LINES), st.integers(2, 1500), st.booleans(), st.booleans()),
         min_size=1,
         max_size=5,
     ),
     st.sampled_from([1500, 4000, 9000]),
 )
 # Lines the estimate charged least before (about 2,000 cl100k tokens sent at 1,500,
-# 4,033 at 4,000; numbered, 9,685 at 9,000).
-@example([("gcrs.py", 400, False)], 1500)
-@example([("Retrying...", 30, False), ("    ]    ]", 1000, False)], 4000)
-@example([("        converted to space.", 1500, True)], 9000)
+# 4,033 at 4,000; numbered, 9,685 at 9,000; written to a file, 4,335 at 4,000).
+@example([("gcrs.py", 400, False, False)], 1500)
+@example([("Retrying...", 30, False, False), ("    ]    ]", 1000, False, False)], 4000)
+@example([("        converted to space.", 1500, True, False)], 9000)
+@example([("    let handler =", 400, True, True)], 4000)
 def test_an_agent_loop_of_repeated_lines_never_exceeds_the_budget(
-    outputs: list[tuple[str, int, bool]], threshold: int
+    outputs: list[tuple[str, int, bool, bool]], threshold: int
 ) -> None:
     # A tool that prints one line many times (retries, a warning in a loop), as it is
-    # or numbered, turn after turn: each request the pipeline sends, its newest output
-    # whole or cut, stays within the threshold by every tokenizer. The estimate's error
+    # or numbered, turn after turn, or the agent writing such lines to a file (in its
+    # call's arguments, JSON-escaped): each request the pipeline sends, its newest
+    # output whole or cut, stays within the threshold by every tokenizer. The estimate's error
     # on a line repeats with it: before a repeated line was charged copy by copy, a
     # line could be estimated at 0.69 of its count; before a numbered one was, 0.92.
     history: list[BaseMessage] = [HumanMessage("Find out why the job keeps retrying.", id="task")]
     pipeline = ContextPipeline(threshold=threshold)
-    for turn, (line, copies, numbered) in enumerate(outputs):
-        call = {"name": "bash", "args": {"command": f"./run --step {turn}"}, "id": f"c{turn}"}
-        history.append(AIMessage("", tool_calls=[call], id=f"a{turn}"))
+    for turn, (line, copies, numbered, written) in enumerate(outputs):
         output = "\n".join(f"[{n}] {line}" if numbered else line for n in range(copies))
+        args = {"command": f"./run --step {turn}"}
+        if written:
+            args = {"path": f"out{turn}.log", "content": output}
+            output = f"Wrote {copies} lines."
+        call = {"name": "bash", "args": args, "id": f"c{turn}"}
+        history.append(AIMessage("", tool_calls=[call], id=f"a{turn}"))
         history.append(ToolMessage(output, tool_call_id=f"c{turn}", id=f"t{turn}"))
         out = pipeline.compress(history).messages
         for name, count in TOKENIZERS.items():

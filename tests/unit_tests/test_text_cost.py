@@ -790,6 +790,21 @@ def test_a_line_repeated_with_a_counter_is_not_undercounted(
     _never_below_any_tokenizer(text, f"{form!r} of {line[:40]!r} x{copies}")
 
 
+@given(st.sampled_from(_LINES), st.integers(2, 400), st.booleans())
+# Lines the estimate charged least before (0.83 and 0.87 of the costliest count).
+@example("  }),  ", 400, True)
+@example("    )", 400, True)
+def test_lines_in_a_json_string_are_not_undercounted(
+    line: str, copies: int, numbered: bool
+) -> None:
+    # A file's content in a tool call's arguments: JSON escapes its newlines (two
+    # characters, a backslash and an n), so its lines are no lines to a split at
+    # newlines, and their error repeats as it does in a tool output.
+    content = "\n".join(f"[{n}] {line}" if numbered else line for n in range(copies))
+    text = json.dumps({"path": "out.txt", "content": content})
+    _never_below_any_tokenizer(text, f"{line[:40]!r} x{copies} in JSON")
+
+
 @pytest.mark.parametrize("kind", ["prose_en", "code", "transcript", "csv"])
 def test_text_of_distinct_lines_is_charged_as_before(kind: str) -> None:
     # The copy-by-copy bound applies only where repeated lines make half the text:
