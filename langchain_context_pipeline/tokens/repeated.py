@@ -28,30 +28,29 @@ bytes is also charged the first line of each kind once (as one text) plus, for
 every further line, a share of the estimate of a few copies of that line and its
 newline, as a string of their own (:data:`LINE_SHARED`), and the estimate is the
 larger of this bound and the fitted one. Tokenizers split text at newlines, so the
-copies' costs add up, and the share bounds a copy: of 6,000 distinct lines of the token corpus
-and the bundled transcripts, each repeated 5, 20 or 100 times, one line's share (a
-random id's) was below what one copy costs in context in one of the five
-tokenizers, by 6%. (The estimates here are the fit's, without this bound.)
+copies' costs add up, and the share bounds a copy: of 6,000 distinct lines of the
+token corpus and the bundled transcripts, each repeated 5, 20 or 100 times, one
+line's share (a random id's) was below what one copy costs in context in one of the
+five tokenizers, by 6%. (The estimates here are the fit's, without this bound.)
 
 Natural text rarely has half its bytes in repeated lines (none of the corpus's
-transcripts, code or prose does); what does is charged more than before: a
-pretty JSON config of 25 alike objects and a log of one stack trace repeated eight
-times, 1.6x and 1.8x the costliest tokenizer (1.2x and 1.65x by the fit alone; 1.55x
-and 1.8x when only exact copies were compared); for their alike lines, pretty JSON
+transcripts, code or prose does); what does is charged more than before: a pretty
+JSON config of 25 alike objects and a log of one stack trace repeated eight times,
+1.6x and 1.8x the costliest tokenizer (1.2x and 1.65x by the fit alone; 1.55x and
+1.8x when only exact copies were compared); for their alike lines, pretty JSON
 records 1.3x (1.1x by the fit), a table of results 1.3x (1.2x), Python tracebacks
 1.4x (1.25x), nginx and syslog logs 1.17x and 1.3x (1.13x and 1.25x), sensor
 readings in csv 1.07x (1.04x). Left: a unit repeated without a newline between its
-copies (a phrase an LLM repeats in a loop, a path or
-key repeated). Measured: of 800 pieces of corpus lines repeated without a break, 77
-were estimated under the costliest tokenizer, at worst 0.56, and the pipeline sent
-``"src/app.py" * 3000`` at about 1.1x a threshold of 1,500 cl100k tokens (random
-units, up to 2x). Charging each copy a third of three copies' estimate, as lines
-are, bounded every piece of 15 characters or more tried, but charged a short phrase
-repeated 1.6-2.7x what it costs (``"hello world " * 200`` 2.2x, ``"word " * 200``
-2.7x, against 1.1x by the fit), and 17 of this project's own tests, which size their
-messages with such phrases, changed what they kept: that trade was not taken. Such
-text is left to the fit: see :mod:`~langchain_context_pipeline.tokens.irregular`
-for what it covers.
+copies (a phrase an LLM repeats in a loop, a path or key repeated). Measured: of 800
+pieces of corpus lines repeated without a break, 77 were estimated under the
+costliest tokenizer, at worst 0.56, and the pipeline sent ``"src/app.py" * 3000`` at
+about 1.1x a threshold of 1,500 cl100k tokens (random units, up to 2x). Charging
+each copy a third of three copies' estimate, as lines are, bounded every piece of 15
+characters or more tried, but charged a short phrase repeated 1.6-2.7x what it costs
+(``"hello world " * 200`` 2.2x, ``"word " * 200`` 2.7x, against 1.1x by the fit),
+and 17 of this project's own tests, which size their messages with such phrases,
+changed what they kept: that trade was not taken. Such text is left to the fit: see
+:mod:`~langchain_context_pipeline.tokens.irregular` for what it covers.
 """
 
 from __future__ import annotations
@@ -107,21 +106,18 @@ def _lines_bound(text: str, end: str, estimate: Callable[[str], int]) -> int:
     if len(set(shapes)) * 2 > len(shapes):
         return 0  # most lines are unalike: nothing close to half the text repeats
     kinds: set[bytes] = set()
-    seen: set[bytes] = set()
     first: list[str] = []
     further: Counter[str] = Counter()
     repeated = 0
     for line, raw, shape in zip(text.split(end), data.split(sep), shapes, strict=True):
         if shape not in kinds:
             kinds.add(shape)
-            seen.add(raw)
             first.append(line)
             continue
         # A line alike but for its digits counts whole: lines of digits and a few marks
         # (phone numbers, ids) cost Qwen about a token a byte, and the fit errs on
         # them as on copies (500 "+1-555-123-4567" lines: 0.98 of Qwen's count).
         repeated += len(raw) + len(sep)
-        seen.add(raw)
         further[line] += 1
     if repeated * 2 < len(data):
         return 0
