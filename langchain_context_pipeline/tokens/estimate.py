@@ -321,12 +321,14 @@ def _fitted_tokens(text: str) -> int:
 
 
 def _estimate(text: str) -> int:
-    # Text that repeats its lines is also charged copy by copy.
-    # (Capped at the UTF-8 length, as the fit is, unless the NFC form costs more.)
-    repeated = repeated_bound(text, _fitted_tokens)
-    if repeated:
-        repeated = min(repeated, len(text.encode("utf-8", "surrogatepass")))
-    return max(_fitted_tokens(text), repeated)
+    # Text that repeats its lines is also charged copy by copy, capped at the UTF-8
+    # length as the fit is (unless the NFC form costs more): a fit at the cap already
+    # (dense digits) is the estimate, and the lines are not read.
+    fitted = _fitted_tokens(text)
+    size = len(text.encode("utf-8", "surrogatepass"))
+    if fitted >= size:
+        return fitted
+    return max(fitted, min(repeated_bound(text, _fitted_tokens), size))
 
 
 _estimate_memo: Memo[str, int] = Memo(_estimate, _MEMO_BYTES)

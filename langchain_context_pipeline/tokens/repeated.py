@@ -97,6 +97,8 @@ _LINE_ENDS = ("\n", "\\n")
 
 _DIGITS = b"0123456789"
 
+_ZEROS = bytes.maketrans(b"123456789", b"000000000")
+
 
 def _lines_bound(text: str, end: str, estimate: Callable[[str], int]) -> int:
     """:func:`repeated_bound` of ``text`` cut into lines at ``end``."""
@@ -107,9 +109,13 @@ def _lines_bound(text: str, end: str, estimate: Callable[[str], int]) -> int:
         return 0  # most lines are unalike: nothing close to half the text repeats
     kinds: set[bytes] = set()
     first: list[str] = []
-    further: Counter[str] = Counter()
+    # Lines by their digits written as zeros: the fit reads a digit by its class,
+    # never by its value, so lines alike to the digit are estimated once.
+    further: Counter[bytes] = Counter()
+    sample: dict[bytes, str] = {}
     repeated = 0
-    for line, raw, shape in zip(text.split(end), data.split(sep), shapes, strict=True):
+    masks = data.translate(_ZEROS).split(sep)
+    for line, mask, shape in zip(text.split(end), masks, shapes, strict=True):
         if shape not in kinds:
             kinds.add(shape)
             first.append(line)
@@ -117,12 +123,13 @@ def _lines_bound(text: str, end: str, estimate: Callable[[str], int]) -> int:
         # A line alike but for its digits counts whole: lines of digits and a few marks
         # (phone numbers, ids) cost Qwen about a token a byte, and the fit errs on
         # them as on copies (500 "+1-555-123-4567" lines: 0.98 of Qwen's count).
-        repeated += len(raw) + len(sep)
-        further[line] += 1
+        repeated += len(mask) + len(sep)
+        further[mask] += 1
+        sample.setdefault(mask, line)
     if repeated * 2 < len(data):
         return 0
     copies = sum(
-        count * estimate((line + end) * LINE_SHARED) / LINE_SHARED
-        for line, count in further.items()
+        count * estimate((sample[mask] + end) * LINE_SHARED) / LINE_SHARED
+        for mask, count in further.items()
     )
     return math.ceil(estimate(end.join(first)) + copies)

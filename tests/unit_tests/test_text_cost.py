@@ -838,6 +838,18 @@ def test_lines_of_digits_and_marks_are_not_undercounted(text: str) -> None:
     _never_below_any_tokenizer(text, repr(text[:40]))
 
 
+_LINES_WITH_DIGITS = [line for line in _LINES if any(c in string.digits for c in line)]
+
+
+@given(st.sampled_from(_LINES_WITH_DIGITS), st.randoms(use_true_random=False))
+def test_the_fit_reads_a_digit_by_its_class_not_its_value(line: str, rng: random.Random) -> None:
+    # The copy-by-copy bound estimates lines that differ only in their digits once
+    # (tokens/repeated.py): that holds while the fit never reads a digit's value.
+    other = "".join(rng.choice(string.digits) if c in string.digits else c for c in line)
+    fitted = _text_cost._fitted_tokens
+    assert fitted((other + "\n") * 3) == fitted((line + "\n") * 3)
+
+
 @pytest.mark.parametrize("kind", ["prose_en", "code", "transcript"])
 def test_text_of_distinct_lines_is_charged_as_before(kind: str) -> None:
     # The copy-by-copy bound applies only where repeated lines make half the text:
