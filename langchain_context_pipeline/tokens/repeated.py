@@ -85,10 +85,11 @@ def repeated_bound(text: str, estimate: Callable[[str], int]) -> int:
     """
     if len(text) < _MIN_SIZE:
         return 0
+    data = text.encode("utf-8", "surrogatepass")  # once, for either line end
     bound = 0
     for end in _LINE_ENDS:
         if end in text:
-            bound = max(bound, _lines_bound(text, end, estimate))
+            bound = max(bound, _lines_bound(text, data, end, estimate))
     return bound
 
 
@@ -100,9 +101,8 @@ _DIGITS = b"0123456789"
 _ZEROS = bytes.maketrans(b"123456789", b"000000000")
 
 
-def _lines_bound(text: str, end: str, estimate: Callable[[str], int]) -> int:
-    """:func:`repeated_bound` of ``text`` cut into lines at ``end``."""
-    data = text.encode("utf-8", "surrogatepass")
+def _lines_bound(text: str, data: bytes, end: str, estimate: Callable[[str], int]) -> int:
+    """:func:`repeated_bound` of ``text`` (``data``: its UTF-8) cut into lines at ``end``."""
     sep = end.encode()
     shapes = data.translate(None, _DIGITS).split(sep)
     if len(set(shapes)) * 2 > len(shapes):
