@@ -69,12 +69,13 @@ assumes errors that add up like a random walk. A line repeated many times repeat
 its own error instead (of 600 lines of the corpus, each repeated 60 times, 42 were
 estimated under the costliest tokenizer, at worst 0.69 of its count, ``"gcrs.py"``),
 and so does a line repeated with a counter, a timestamp or a figure that changes,
-or with its newline escaped in a JSON string (a file's content in a tool call).
-So a text whose repeated lines (compared with their digits taken out, and ending at
-a newline or an escaped one) make half of it is also charged copy by copy, each
-copy a share of a few copies' estimate
+or with its newline escaped in a JSON string (a file's content in a tool call), and
+so do the items of a list written on one line (``item_0, item_1, ...``). So a text
+whose repeated lines (compared with their digits taken out, and ending at a newline,
+an escaped one, a comma or a semicolon) make half of it is also charged copy by
+copy, each copy a share of a few copies' estimate
 (:mod:`~langchain_context_pipeline.tokens.repeated`), and the estimate is the
-larger of the two. Left: a unit repeated without a newline between its copies (a
+larger of the two. Left: a unit repeated with no break between its copies (a
 short unit mixing letters with digits or marks, up to almost half under; see
 :mod:`~langchain_context_pipeline.tokens.irregular`).
 

@@ -56,7 +56,7 @@ def conversation(
 
 
 # Filler that the estimate charges about as ceil(chars / 4) did.
-PROSE = "The quick brown fox (No. 7) jumps over the lazy dog; " * 60
+PROSE = "The quick brown fox (No. 7) jumps over the lazy dog. " * 60
 TOOL_TEXT = "lorem ipsum dolor sit amet " * 150
 
 

@@ -345,7 +345,7 @@ def test_a_summary_is_held_to_the_room_truncation_leaves_it() -> None:
         HumanMessage(f"Turn {i}: the parser fails on nested lists again. " * 8, id=f"m{i}")
         for i in range(8)
     ]
-    history.append(HumanMessage("Here is the full log of the last run, line by line. " * 60))
+    history.append(HumanMessage("Here is the full log of the last run line by line. " * 60))
     pipeline = ContextPipeline(
         threshold=1000, tail_budget=800, head_count=1, model=summarise, min_summary_tokens=50
     )

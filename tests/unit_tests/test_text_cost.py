@@ -838,6 +838,34 @@ def test_lines_of_digits_and_marks_are_not_undercounted(text: str) -> None:
     _never_below_any_tokenizer(text, repr(text[:40]))
 
 
+# Lists written on one line, their items alike but for their digits, that the estimate
+# charged under Qwen 3's count before their items were charged one by one.
+_LISTS = {
+    "ids joined by commas (0.92)": ", ".join(f"item_{n}" for n in range(3000)),
+    "dotted ids (0.92)": ", ".join(f"cmp.{n}" for n in range(3000)),
+    "ids joined by semicolons (0.92)": "; ".join(f"user-{n}" for n in range(3000)),
+    "labelled ids (0.95)": ", ".join(f"ID:{n}" for n in range(3000)),
+    "numbers after a mark (0.93)": ";".join(f"#{n}" for n in range(3000)),
+    "a compact JSON array (0.996)": json.dumps(list(range(5000)), separators=(",", ":")),
+}
+
+
+@pytest.mark.parametrize("name", sorted(_LISTS))
+def test_the_items_of_a_list_on_one_line_are_not_undercounted(name: str) -> None:
+    # A tool that lists ids on one line: the items repeat the fit's error as repeated
+    # lines do, and the pipeline sent such output at up to 1.08x its threshold.
+    _never_below_any_tokenizer(_LISTS[name], name)
+
+
+def test_a_list_of_distinct_words_is_charged_as_before() -> None:
+    # The items of a list are charged one by one only where half of them are alike:
+    # a list of distinct words keeps the fit's estimate.
+    words = sorted({w for line in _LINES for w in line.split() if w.isalpha()})[:2000]
+    text = ", ".join(words)
+    assert repeated_bound(text, text_tokens) == 0
+    assert text_tokens(text) == _text_cost._fitted_tokens(text)
+
+
 _LINES_WITH_DIGITS = [line for line in _LINES if any(c in string.digits for c in line)]
 
 
