@@ -16,6 +16,7 @@ import json
 import re
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 import quicktok
@@ -181,15 +182,29 @@ def test_an_agent_loop_of_repeated_lines_never_exceeds_the_budget(
     # output whole or cut, stays within the threshold by every tokenizer. The estimate's error
     # on a line repeats with it: before a repeated line was charged copy by copy, a
     # line could be estimated at 0.69 of its count; before a numbered one was, 0.92.
-    history: list[BaseMessage] = [HumanMessage("Find out why the job keeps retrying.", id="task")]
-    pipeline = ContextPipeline(threshold=threshold)
+    steps = []
     for turn, (line, copies, numbered, written) in enumerate(outputs):
         output = "\n".join(f"[{n}] {line}" if numbered else line for n in range(copies))
-        args = {"command": f"./run --step {turn}"}
+        args: dict[str, Any] = {"command": f"./run --step {turn}"}
         if written:
             args = {"path": f"out{turn}.log", "content": output}
             output = f"Wrote {copies} lines."
-        call = {"name": "bash", "args": args, "id": f"c{turn}"}
+        steps.append(("bash", args, output))
+    _each_request_within("Find out why the job keeps retrying.", steps, threshold)
+
+
+def _each_request_within(
+    task: str, steps: Sequence[tuple[str, dict[str, Any], str]], threshold: int
+) -> None:
+    """Run an agent loop of ``steps`` (a tool's name, its call's arguments, its output).
+
+    After each step the pipeline's request is counted by every tokenizer, and must be
+    within ``threshold``.
+    """
+    history: list[BaseMessage] = [HumanMessage(task, id="task")]
+    pipeline = ContextPipeline(threshold=threshold)
+    for turn, (tool, args, output) in enumerate(steps):
+        call = {"name": tool, "args": args, "id": f"c{turn}"}
         history.append(AIMessage("", tool_calls=[call], id=f"a{turn}"))
         history.append(ToolMessage(output, tool_call_id=f"c{turn}", id=f"t{turn}"))
         out = pipeline.compress(history).messages
@@ -235,14 +250,8 @@ def test_an_agent_loop_of_listed_ids_never_exceeds_the_budget(
     # items, alike but for their digits, repeat the estimate's error as repeated lines
     # do: before they were charged item by item, such a list was estimated at 0.92 of
     # Qwen 3's count, and 19 of 28 such loops sent a request over the threshold.
-    history: list[BaseMessage] = [HumanMessage("Which of these items are stale?", id="task")]
-    pipeline = ContextPipeline(threshold=threshold)
-    for turn, (word, joiner, separator, count) in enumerate(outputs):
-        output = separator.join(f"{word}{joiner}{n}" for n in range(count))
-        call = {"name": "list_items", "args": {"page": turn}, "id": f"c{turn}"}
-        history.append(AIMessage("", tool_calls=[call], id=f"a{turn}"))
-        history.append(ToolMessage(output, tool_call_id=f"c{turn}", id=f"t{turn}"))
-        out = pipeline.compress(history).messages
-        for name, count_tokens in TOKENIZERS.items():
-            real = real_tokens(out, count_tokens)
-            assert real <= threshold, f"turn {turn}, {name}: {real} > {threshold}"
+    steps = [
+        ("list_items", {"page": turn}, separator.join(f"{word}{joiner}{n}" for n in range(count)))
+        for turn, (word, joiner, separator, count) in enumerate(outputs)
+    ]
+    _each_request_within("Which of these items are stale?", steps, threshold)
