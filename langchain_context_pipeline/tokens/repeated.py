@@ -119,13 +119,13 @@ def repeated_bound(text: str, estimate: Callable[[str], int]) -> int:
     return bound
 
 
-_LINE_ENDS = ("\n", "\\n", ",", ";")
-"""What ends a line: a newline, a newline escaped in a JSON string, and the comma and
-the semicolon that end the items of a list written on one line."""
-
 _ITEM_ENDS = (",", ";")
-"""The line ends that end the items of a list on one line: a list of one kind of item
+"""What ends the items of a list written on one line: such a list is one kind of item
 (half its items alike), not the fields of records or the cells of rows."""
+
+_LINE_ENDS = ("\n", "\\n", *_ITEM_ENDS)
+"""What ends a line: a newline, a newline escaped in a JSON string, and what ends the
+items of a list written on one line."""
 
 _DIGITS = b"0123456789"
 
