@@ -17,7 +17,7 @@ from itertools import repeat
 
 from langchain_context_pipeline.tokens.irregular import MARKS
 
-__all__ = ["PER_MARK_LETTER", "PER_RUN", "credits", "words"]
+__all__ = ["KNOWN_WORDS", "PER_MARK_LETTER", "PER_RUN", "credits", "words"]
 
 # Words the tokenizers know. The fitted weights charge a word by its letters, at
 # about five a token, as English words cost; a word no tokenizer has in its
@@ -104,6 +104,9 @@ _PER_BARE_BOUNDARY = 0.5
 _KNOWN_COST, _JOINED_CREDIT, _BARE_CREDIT = _known_costs()
 """The known words after a space (``_known_words.bin``) and what each is charged;
 the known joined and bare words and what each is credited."""
+KNOWN_WORDS = _KNOWN_COST
+"""The words every calibration tokenizer encodes, after a space, as one token (as
+``_known_words.bin`` lists them, without the space): look a word up with ``in``."""
 _MARK = rb"[!-&(-/:-@\[-`{-~]"
 """An ASCII mark other than the apostrophe (which tokenizers split off before ``s``)."""
 # The mark is matched first and the lookbehind checked only there (twice as fast

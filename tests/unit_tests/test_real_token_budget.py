@@ -255,3 +255,36 @@ def test_an_agent_loop_of_listed_ids_never_exceeds_the_budget(
         for turn, (word, joiner, separator, count) in enumerate(outputs)
     ]
     _each_request_within("Which of these items are stale?", steps, threshold)
+
+
+@settings(deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(_WORDS),
+            st.booleans(),
+            st.sampled_from([" ", "  ", " | "]),
+            st.integers(20, 3000),
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+    st.sampled_from([1500, 4000, 9000]),
+)
+# Units the estimate charged least before (as o200k_base and DeepSeek count them).
+@example([("LOREM", False, " ", 3000)], 4000)
+@example([("DONE", False, " ", 1500), ("DONE", False, " ", 3000)], 9000)
+@example([("efficiently", False, "  ", 800)], 1500)
+def test_an_agent_loop_of_a_unit_repeated_with_spaces_never_exceeds_the_budget(
+    outputs: list[tuple[str, bool, str, int]], threshold: int
+) -> None:
+    # A tool that prints one status again and again on one line, a space or a bar
+    # between its copies (`DONE DONE DONE ...`), turn after turn: each request the
+    # pipeline sends stays within the threshold by every tokenizer. Before each copy
+    # was charged on its own, such text was estimated at as little as 0.53 of a
+    # tokenizer's count.
+    steps = [
+        ("poll", {"attempt": turn}, separator.join([word.upper() if upper else word] * count))
+        for turn, (word, upper, separator, count) in enumerate(outputs)
+    ]
+    _each_request_within("Wait for the job to finish.", steps, threshold)

@@ -27,7 +27,7 @@ from hypothesis import strategies as st
 from langchain_context_pipeline.tokens import estimate as _text_cost
 from langchain_context_pipeline.tokens import known_words
 from langchain_context_pipeline.tokens.estimate import text_tokens
-from langchain_context_pipeline.tokens.repeated import repeated_bound
+from langchain_context_pipeline.tokens.repeated import _lines_bound, repeated_bound
 
 CORPUS = Path(__file__).resolve().parent.parent / "data" / "token_corpus"
 SAMPLES = {path.stem: path.read_text(encoding="utf-8") for path in sorted(CORPUS.glob("*.txt"))}
@@ -885,6 +885,72 @@ def test_records_and_rows_are_left_to_the_fit(name: str) -> None:
     assert repeated_bound(text, _text_cost._fitted_tokens) == 0
     assert text_tokens(text) == _text_cost._fitted_tokens(text)
     _never_below_any_tokenizer(text, name)
+
+
+# Units repeated with spaces between their copies, that the estimate charged under a
+# tokenizer's count (the ratio, and which one) before each copy was charged on its own.
+_SPACED = {
+    "a capitalised word (0.55, o200k_base)": " ".join(["LOREM"] * 3000),
+    "a status word (0.76, DeepSeek)": " ".join(["DONE"] * 3000),
+    "a package name (0.56, DeepSeek)": " ".join(["SCIPY"] * 400),
+    "a label and a colon (0.84, DeepSeek)": " ".join(["WARN:"] * 1500),
+    "a word with two spaces (0.54, DeepSeek)": "  ".join(["efficiently"] * 400),
+    "words joined by a bar (0.75, DeepSeek)": " | ".join(["PARENTHESIS."] * 400),
+    "a bullet mark (0.98, cl100k_base)": "- " * 1500,
+}
+
+
+@pytest.mark.parametrize("name", sorted(_SPACED))
+def test_a_unit_repeated_with_spaces_is_not_undercounted(name: str) -> None:
+    # A model stuck in a loop, a status printed again and again: its copies, a space
+    # apart, repeat the fit's error on one unit as repeated lines do.
+    _never_below_any_tokenizer(_SPACED[name], name)
+
+
+_WORDS = sorted({w for line in _LINES for w in line.split() if len(w) <= 30})
+
+
+@given(
+    st.sampled_from(_WORDS),
+    st.booleans(),
+    st.sampled_from([" ", "  ", " | ", " - ", ", "]),
+    st.sampled_from([5, 30, 400]),
+)
+def test_a_corpus_word_repeated_with_spaces_is_not_undercounted(
+    word: str, upper: bool, sep: str, copies: int
+) -> None:
+    # Of 1,920 such texts (120 corpus words, as they are and in capitals, joined by
+    # one or two spaces, a bar or a dash, 30 and 400 times), 238 were under the
+    # costliest tokenizer before, at worst 0.53 of its count.
+    unit = word.upper() if upper else word
+    _never_below_any_tokenizer(sep.join([unit] * copies), f"{unit!r} x{copies} by {sep!r}")
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "word " * 500,
+        "hello world " * 200,
+        "the new plan is good " * 300,
+        "Here is the log of the run " * 100,
+    ],
+)
+def test_known_words_repeated_keep_the_fit(text: str) -> None:
+    # Every tokenizer encodes a known word after a space as one token, which the fit
+    # charges already: a phrase of known words repeated is not charged copy by copy
+    # (a third of three copies' estimate would charge "word " * 500 2.7x its count).
+    assert text_tokens(text) == _text_cost._fitted_tokens(text)
+    _never_below_any_tokenizer(text, repr(text[:30]))
+
+
+@pytest.mark.parametrize("name", sorted(n for n in SAMPLES if KINDS[n] in ("code", "markdown")))
+def test_runs_of_spaces_are_left_to_the_fit(name: str) -> None:
+    # Indentation and aligned columns cut at single spaces are mostly empty items:
+    # they are the fit's (charged a token each, indentation would cost several times
+    # its count). No corpus sample is charged differently by the bound at spaces.
+    text = SAMPLES[name]
+    data = text.encode("utf-8", "surrogatepass")
+    assert _lines_bound(text, data, " ", _text_cost._fitted_tokens) == 0
 
 
 _LINES_WITH_DIGITS = [line for line in _LINES if any(c in string.digits for c in line)]
