@@ -37,7 +37,15 @@ def stable_text(value: Any) -> str:
 
 
 def _message_text(message: BaseMessage) -> str:
-    """What the provider reads of a message: role, name, content, tool calls, call id."""
+    """What the provider reads of a message: role, name, content, tool calls, call id.
+
+    With its extra fields and invalid tool calls: a legacy ``function_call`` and
+    OpenAI-style ``tool_calls`` sit in ``additional_kwargs``, and the counter counts
+    them (:func:`~langchain_context_pipeline.messages.countable.countable_parts`). A
+    digest blind to them took a message whose call's arguments pruning had cut for
+    the message the provider counted, and credited the cut at the counter's saving
+    instead of the provider's: a request went out over its threshold.
+    """
     return stable_text(
         [
             message.type,
@@ -45,7 +53,9 @@ def _message_text(message: BaseMessage) -> str:
             message.name,
             message.content,
             getattr(message, "tool_calls", None),
+            getattr(message, "invalid_tool_calls", None),
             getattr(message, "tool_call_id", None),
+            message.additional_kwargs,
         ]
     )
 

@@ -21,7 +21,14 @@ from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 from langchain.agents.middleware.types import ExtendedModelResponse, ModelRequest, ModelResponse
 from langchain_core.language_models import GenericFakeChatModel
-from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage, ToolMessage
+from langchain_core.messages import (
+    AIMessage,
+    BaseMessage,
+    FunctionMessage,
+    HumanMessage,
+    SystemMessage,
+    ToolMessage,
+)
 from langchain_core.messages.utils import count_tokens_approximately
 from langchain_core.tools import BaseTool, tool
 from langchain_core.utils.function_calling import convert_to_openai_tool
@@ -52,7 +59,7 @@ from langchain_context_pipeline.tokens.counters import MESSAGE_OVERHEAD_TOKENS, 
 from langchain_context_pipeline.tokens.estimate import text_tokens
 from langchain_context_pipeline.tokens.overflow import overflow_of
 from tests.support.fakes import Call, ReplyingChatModel
-from tests.support.strategies_loop import UsageRun, shaped_usage_runs, usage_runs
+from tests.support.strategies_loop import Turn, UsageRun, shaped_usage_runs, usage_runs
 
 CL100K = quicktok.get_encoding("cl100k_base")
 WINDOW = 16_000
@@ -881,6 +888,75 @@ def test_an_edit_in_place_breaks_the_prefix_from_the_edited_message_on() -> None
     assert before[:2] == after[:2] and before[2] != after[2] and before[3] != after[3]
     odd = [AIMessage("", tool_calls=[{**call, "args": {"k": {1: {2, 3}, "a": b"x"}}}])]
     assert prefix_digests("seed", odd) == prefix_digests("seed", deepcopy(odd))
+
+
+@pytest.mark.parametrize("edit", ["legacy function call", "invalid tool call"])
+def test_a_cut_the_counter_sees_breaks_the_prefix(edit: str) -> None:
+    # What the counter counts of a message, the digest reads: a legacy function call
+    # sits in additional_kwargs, an invalid call beside the tool calls. Blind to them,
+    # a digest took a message whose arguments pruning had cut for the one the
+    # provider counted.
+    args = json.dumps({"query": "x" * 400})
+    if edit == "legacy function call":
+        message = AIMessage(
+            "", additional_kwargs={"function_call": {"name": "f", "arguments": args}}
+        )
+        cut = deepcopy(message)
+        cut.additional_kwargs["function_call"]["arguments"] = args[:40]
+    else:
+        bad = {"name": "f", "args": args, "id": "c1", "error": None, "type": "invalid_tool_call"}
+        message = AIMessage("", invalid_tool_calls=[bad])  # type: ignore[list-item]
+        cut = deepcopy(message)
+        cut.invalid_tool_calls[0]["args"] = args[:40]
+    assert sum(map(len, countable_parts(cut)[0])) < sum(map(len, countable_parts(message)[0]))
+    before = prefix_digests("seed", [HumanMessage("task"), message])
+    after = prefix_digests("seed", [HumanMessage("task"), cut])
+    assert before[:2] == after[:2] and before[2] != after[2]
+
+
+NESTED = '{"tree": ' + '[{"a": ' * 28 + '["leaf"]' + "}]" * 28 + "}"
+"""Arguments the estimate charges about twice what cl100k_base counts (marks)."""
+
+
+def _legacy_call_run(threshold: int) -> UsageRun:
+    """A legacy function call with nested arguments, then two tool turns with an image:
+    the call's arguments are cut once it leaves the tail, after the provider counted it."""
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    turns = [
+        Turn(
+            [
+                AIMessage(
+                    "", additional_kwargs={"function_call": {"name": "search", "arguments": NESTED}}
+                ),
+                FunctionMessage("", name="search"),
+            ]
+        )
+    ]
+    for n in (1, 2):
+        call = {"name": "read_file", "args": {"path": "a"}, "id": f"s{n}"}
+        turns.append(
+            Turn(
+                [
+                    AIMessage("", tool_calls=[call]),
+                    ToolMessage([{"type": "text", "text": ""}, image], tool_call_id=f"s{n}"),
+                ]
+            )
+        )
+    task = "Please summarize what happened yesterday, in a concise way. " * 6
+    return UsageRun(task, turns, {"threshold": threshold, "head_count": 1, "model": None})
+
+
+@pytest.mark.parametrize("mode", ["ephemeral", "persist"])
+def test_a_counted_call_cut_later_is_not_credited_at_its_old_count(mode: HookMode) -> None:
+    # The provider counts a request holding a legacy function call whole; at the next
+    # request pruning cuts its arguments. Read as the counted message, the cut was
+    # credited at what the estimate saved (about twice what the provider saves), and
+    # at thresholds from 2,169 the hook sent up to 2,228 cl100k_base tokens.
+    over = []
+    for threshold in range(1_700, 2_600, 7):
+        sent = hook_usage_loop(_legacy_call_run(threshold), mode)
+        over += [(threshold, tokens) for tokens in sent if tokens > threshold]
+    assert over == []
 
 
 def test_the_record_round_trips_through_state_and_drops_malformed_entries() -> None:
