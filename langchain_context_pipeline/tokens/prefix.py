@@ -44,20 +44,21 @@ def _message_text(message: BaseMessage) -> str:
     them (:func:`~langchain_context_pipeline.messages.countable.countable_parts`). A
     digest blind to them took a message whose call's arguments pruning had cut for
     the message the provider counted, and credited the cut at the counter's saving
-    instead of the provider's: a request went out over its threshold.
+    instead of the provider's: a request went out over its threshold. (Read only when
+    either is there: a message without them keeps the digest it had before them.)
     """
-    return stable_text(
-        [
-            message.type,
-            getattr(message, "role", None),
-            message.name,
-            message.content,
-            getattr(message, "tool_calls", None),
-            getattr(message, "invalid_tool_calls", None),
-            getattr(message, "tool_call_id", None),
-            message.additional_kwargs,
-        ]
-    )
+    read = [
+        message.type,
+        getattr(message, "role", None),
+        message.name,
+        message.content,
+        getattr(message, "tool_calls", None),
+        getattr(message, "tool_call_id", None),
+    ]
+    invalid = getattr(message, "invalid_tool_calls", None)
+    if invalid or message.additional_kwargs:
+        read += [invalid, message.additional_kwargs]
+    return stable_text(read)
 
 
 def prefix_digests(seed: str, messages: Sequence[BaseMessage]) -> list[str]:
