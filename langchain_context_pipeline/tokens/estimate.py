@@ -70,13 +70,16 @@ its own error instead (of 600 lines of the corpus, each repeated 60 times, 42 we
 estimated under the costliest tokenizer, at worst 0.69 of its count, ``"gcrs.py"``),
 and so does a line repeated with a counter, a timestamp or a figure that changes,
 or with its newline escaped in a JSON string (a file's content in a tool call), and
-so do the items of a list written on one line (``item_0, item_1, ...``). So a text
-whose repeated lines (compared with their digits taken out, and ending at a newline,
-an escaped one, a comma or a semicolon) make half of it is also charged copy by
-copy, each copy a share of a few copies' estimate
+so do the items of a list written on one line (``item_0, item_1, ...``), a unit
+repeated with spaces between its copies (``DONE DONE ...``) and an ASCII unit
+repeated with no break (``"src/app.py" * 3000``). So a text whose repeated lines
+(compared with their digits taken out, and ending at a newline, an escaped one, a
+comma, a semicolon or a space) make half of it, or that is one such unit repeated,
+is also charged copy by copy, each copy a share of a few copies' estimate
 (:mod:`~langchain_context_pipeline.tokens.repeated`), and the estimate is the
-larger of the two. Left: a unit repeated with no break between its copies (a
-short unit mixing letters with digits or marks, up to almost half under; see
+larger of the two. Left: a unit repeated with no break and something else around
+it, or with runs of spaces inside it (up to almost half under; see
+:mod:`~langchain_context_pipeline.tokens.repeated` and
 :mod:`~langchain_context_pipeline.tokens.irregular`).
 
 Random characters. The fit covers natural text, where characters merge into

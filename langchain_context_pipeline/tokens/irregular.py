@@ -38,8 +38,9 @@ _NOT_LETTER = bytes(0 if 65 <= b <= 90 or 97 <= b <= 122 else 1 for b in range(2
 # marks repeated without a newline ("oum;ge" * 250: its letter runs are short and
 # read as words, 0.56 of the count; "ref=0badc0de" * 133, 0.83; 15-46% of random
 # units of four to fourteen letters, digits and marks, each repeated to 1,600
-# characters, in a probe; a line repeated is charged copy by copy, see
-# tokens.repeated), and "&", "@" or "^" between a word and a newline (no
+# characters, in a probe; a line repeated, and a text that is one ASCII unit
+# repeated, are charged copy by copy, see tokens.repeated), and "&", "@" or "^"
+# between a word and a newline (no
 # tokenizer merges them: 0.7 of the count, one word a line).
 _VOWELS = frozenset(b"aeiouyAEIOUY")
 _CASES_CONSONANTS = tuple(

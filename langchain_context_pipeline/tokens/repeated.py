@@ -87,17 +87,32 @@ differently. Costs: units that are no known word, repeated, are charged 1.1-2x
 (``"DONE " * 3000`` 1.67x DeepSeek's count, ``"- " * 1500`` 2x cl100k_base's; ids
 joined by spaces, ``item_0 item_1 ...``, 1.37x Qwen 3's, 1.0x before).
 
-Left: a unit repeated with no newline, comma, semicolon or space between its copies
-(a path or key repeated, ``"==>" * 1000``: 0.97 of o200k_base's count). Measured: of 800
-pieces of corpus lines repeated without a break, 77 were estimated under the
-costliest tokenizer, at worst 0.56, and the pipeline sent ``"src/app.py" * 3000`` at
-about 1.1x a threshold of 1,500 cl100k tokens (random units, up to 2x). Charging
-each copy a third of three copies' estimate, as lines are, bounded every piece of 15
-characters or more tried, but charged a short phrase repeated 1.6-2.7x what it costs
-(``"hello world " * 200`` 2.2x, ``"word " * 200`` 2.7x, against 1.1x by the fit),
-and 17 of this project's own tests, which size their messages with such phrases,
-changed what they kept: that trade was not taken. Such text is left to the fit: see
-:mod:`~langchain_context_pipeline.tokens.irregular` for what it covers.
+A unit repeated with no break at all between its copies (a path or a key repeated,
+``"src/app.py" * 3000``; words joined by a mark, ``"ecliptic->" * 400``; a model
+stuck mid-word) repeats it too: of 778 pieces of corpus lines (3 to 30 characters)
+repeated to about 3,000 characters, 61 were estimated under the costliest tokenizer
+(at worst 0.58, ``"        {"``; ``"oum;ge" * 250``, 0.56), of corpus words joined
+by ``|``, ``/``, ``->``, ``.`` or ``:``, a quarter to a half (at worst 0.54), and the
+pipeline sent ``"src/app.py" * 3000`` at about 1.1x a threshold of 1,500 cl100k
+tokens. So a text that is exactly one ASCII unit without whitespace repeated (its
+period found where its first 64 characters come back, then checked by comparing the
+text with itself shifted) is also charged copy by copy: half of two copies' estimate
+a copy (:data:`UNIT_SHARED`), a unit of up to four characters its own estimate (about
+its length: two copies of marks, ``'"&'``, merge less than two copies' estimate
+assumes). Left to the fit, each for a measured reason: a run of one character
+(``"x" * 5000``: tokenizers merge runs, and the fit charges them); a unit with
+whitespace (a phrase, a line: cut at spaces and newlines above; charged copy by copy,
+the test fixtures' ``"Now summarise what the logs say. " * N`` rose 1.6x and 13 of
+this project's tests changed what they kept); a unit in another script (CJK repeated,
+``"你好世界" * 3000``, rose from 1.49x to 2.1x cl100k_base's count, and the per-character
+bound covers it). Measured: no corpus sample or text of the bundled transcripts is
+charged differently (one corpus sample is one unit repeated, a stack trace printed
+eight times, with newlines); of the 778 pieces, 29 are under (each a unit with runs
+of spaces, as indentation inside it, at worst 0.58); of words joined by marks, units
+of random capitals still are (``"GZTJ|"`` 0.90, ``"OCSPEJSXWALZ|"`` 0.83: random
+letters shorter than eight, which :mod:`~langchain_context_pipeline.tokens.irregular`
+names). Costs: such text is charged up to its UTF-8 length (``"==>" * 1000`` 1.5x
+o200k_base's count, ``"src/app.py" * 3000`` 1.38x cl100k_base's).
 """
 
 from __future__ import annotations
@@ -108,13 +123,23 @@ from collections.abc import Callable, Container
 
 from langchain_context_pipeline.tokens.known_words import KNOWN_WORDS
 
-__all__ = ["LINE_SHARED", "repeated_bound"]
+__all__ = ["LINE_SHARED", "UNIT_SHARED", "repeated_bound"]
 
 LINE_SHARED = 3
 """Copies of a line that share one estimate's per-string constant and margin: a
 copy is charged a third of three copies' estimate. One copy alone would be charged
 them all, 1.6x what a copy costs in the median; three share them at 1.4x, and
 still bound all but one of the 6,000 lines (a random id, at 0.94)."""
+
+UNIT_SHARED = 2
+"""Copies of a unit repeated with no break that share one estimate: a copy is charged
+half of two copies' estimate. Copies with no break merge across their boundaries as
+no two lines do: of 1,500 pieces of corpus lines (3 to 15 characters) each repeated 20
+times, a third of three copies' estimate was under the costliest tokenizer's count for
+one (at 0.83), half of two for none (1.83x in the median)."""
+
+_SHORT_UNIT = 4
+"""A unit of at most this many characters is charged its estimate alone, a copy."""
 
 _MIN_SIZE = 16
 """Texts shorter than this are left to the fit and its margin."""
@@ -131,17 +156,67 @@ def repeated_bound(text: str, estimate: Callable[[str], int]) -> int:
     as JSON writes it (a backslash and an ``n``: a file's content in a tool call's
     arguments), at a comma or a semicolon (the items of a list on one line), or at a
     space (a unit repeated with spaces between its copies), whichever gives the
-    largest bound. C-speed splits and a count; a loop over the
+    largest bound; a text that is one ASCII unit repeated with no break is charged
+    copy by copy too. C-speed splits and a count; a loop over the
     lines only where half of them repeat.
     """
     if len(text) < _MIN_SIZE:
         return 0
+    bound = _period_bound(text, estimate)
     data = text.encode("utf-8", "surrogatepass")  # once, for either line end
-    bound = 0
     for end in _LINE_ENDS:
         if end in text:
             bound = max(bound, _lines_bound(text, data, end, estimate))
     return bound
+
+
+_PROBE = 64
+"""Characters at the start of a text whose next occurrence gives its period."""
+
+_TRIES = 16
+"""Occurrences of the probe tried as the period before a text is taken as no repeat."""
+
+_CHECK = 1024
+"""Characters compared at a try before the whole text is (a cheap check first)."""
+
+
+def _period(text: str) -> int:
+    """Return the length of the unit ``text`` repeats (its last copy may be cut).
+
+    0 when ``text`` is not one unit repeated, at least twice (1 for a run of one
+    character). Each try is one C-speed search and one comparison of the text with
+    itself shifted, which stops at the first difference.
+    """
+    probe = text[: min(_PROBE, len(text) // 2)]
+    start = text.find(probe, 1)
+    for _ in range(_TRIES):
+        if start <= 0 or start * 2 > len(text):
+            return 0
+        if text.startswith(text[start : start + _CHECK]) and text[start:] == text[:-start]:
+            return start
+        start = text.find(probe, start + 1)
+    return 0
+
+
+def _period_bound(text: str, estimate: Callable[[str], int]) -> int:
+    """:func:`repeated_bound` of one ASCII unit repeated with no break (else 0).
+
+    The unit holds no whitespace: a phrase or a line repeated is cut at its spaces or
+    newlines instead.
+    """
+    size = _period(text)
+    if size <= 1:
+        return 0  # no repeat, or a run of one character: the fit's
+    unit = text[:size]
+    if not unit.isascii() or unit.split(maxsplit=1) != [unit]:
+        return 0  # another script (charged by its characters), a phrase, a line: see above
+    copies = len(text) // size
+    # A unit of a few bytes is charged its estimate alone, which is about its length (no
+    # tokenizer spends more than a token a byte): two copies of marks ('"&') merge less
+    # than two copies' estimate assumes.
+    share = 1 if size <= _SHORT_UNIT else UNIT_SHARED
+    shared = estimate(unit * share) / share
+    return math.ceil(copies * shared + estimate(text[copies * size :]))
 
 
 _ITEM_ENDS = (",", ";")

@@ -288,3 +288,34 @@ def test_an_agent_loop_of_a_unit_repeated_with_spaces_never_exceeds_the_budget(
         for turn, (word, upper, separator, count) in enumerate(outputs)
     ]
     _each_request_within("Wait for the job to finish.", steps, threshold)
+
+
+@settings(deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.sampled_from(_WORDS),
+            st.sampled_from(["", "->", "/", "|", ".", ";ge", "=0badc0de"]),
+            st.integers(20, 3000),
+        ),
+        min_size=1,
+        max_size=4,
+    ),
+    st.sampled_from([1500, 4000, 9000]),
+)
+# Units the estimate charged least before (about 1.1x the threshold by cl100k_base).
+@example([("src/app.py", "", 3000)], 1500)
+@example([("ecliptic", "->", 1500)], 4000)
+def test_an_agent_loop_of_a_unit_repeated_with_no_break_never_exceeds_the_budget(
+    outputs: list[tuple[str, str, int]], threshold: int
+) -> None:
+    # A tool whose output is one unit repeated with nothing between its copies (a
+    # path or a key, words joined by a mark), turn after turn: each request the
+    # pipeline sends stays within the threshold by every tokenizer. Before a text of
+    # one unit repeated was charged copy by copy, such text was estimated at as little
+    # as 0.54 of a tokenizer's count.
+    steps = [
+        ("read", {"offset": turn}, (word + joiner) * count)
+        for turn, (word, joiner, count) in enumerate(outputs)
+    ]
+    _each_request_within("Find the key that keeps repeating.", steps, threshold)

@@ -27,7 +27,12 @@ from hypothesis import strategies as st
 from langchain_context_pipeline.tokens import estimate as _text_cost
 from langchain_context_pipeline.tokens import known_words
 from langchain_context_pipeline.tokens.estimate import text_tokens
-from langchain_context_pipeline.tokens.repeated import _lines_bound, repeated_bound
+from langchain_context_pipeline.tokens.repeated import (
+    _lines_bound,
+    _period,
+    _period_bound,
+    repeated_bound,
+)
 
 CORPUS = Path(__file__).resolve().parent.parent / "data" / "token_corpus"
 SAMPLES = {path.stem: path.read_text(encoding="utf-8") for path in sorted(CORPUS.glob("*.txt"))}
@@ -951,6 +956,77 @@ def test_runs_of_spaces_are_left_to_the_fit(name: str) -> None:
     text = SAMPLES[name]
     data = text.encode("utf-8", "surrogatepass")
     assert _lines_bound(text, data, " ", _text_cost._fitted_tokens) == 0
+
+
+# ASCII units repeated with no break between their copies, that the estimate charged
+# under a tokenizer's count (the ratio, and which one) before a text of one such unit
+# repeated was charged copy by copy.
+_UNBROKEN = {
+    "a path (0.81, cl100k_base)": "src/app.py" * 3000,
+    "letters and a mark (0.56, DeepSeek)": "oum;ge" * 250,
+    "a key and a hex value (0.83)": "ref=0badc0de" * 133,
+    "a crate's name cut (0.62, o200k_base)": "rustc_sessio" * 250,
+    "an arrow (0.97, o200k_base)": "==>" * 1000,
+    "an escaped space (0.995, Qwen 3)": "%20" * 1000,
+    "words joined by arrows (0.73, cl100k_base)": "ecliptic->" * 400,
+    "words joined by bars (0.55, cl100k_base)": "fdefb|" * 400,
+}
+
+
+@pytest.mark.parametrize("name", sorted(_UNBROKEN))
+def test_a_unit_repeated_with_no_break_is_not_undercounted(name: str) -> None:
+    # A key or a path repeated, a model stuck mid-word: the copies repeat the fit's
+    # error on one unit, with nothing between them.
+    _never_below_any_tokenizer(_UNBROKEN[name], name)
+
+
+_ASCII_WORDS = sorted({w for w in _WORDS if w.isascii()})
+
+
+@given(
+    st.sampled_from(_ASCII_WORDS),
+    st.booleans(),
+    st.sampled_from(["", "->", ".", "/", "|", ":", "=>", "&", "-"]),
+    st.sampled_from([2, 20, 400]),
+)
+def test_a_word_repeated_with_no_break_is_not_undercounted(
+    word: str, upper: bool, sep: str, copies: int
+) -> None:
+    # Corpus words (and their capitals) joined by marks: of 120 such texts per mark,
+    # up to half were under the costliest tokenizer before (at worst 0.54).
+    unit = (word.upper() if upper else word) + sep
+    _never_below_any_tokenizer(unit * copies, f"{unit!r} x{copies}")
+
+
+@pytest.mark.parametrize(
+    "text",
+    ["x" * 5000, "-" * 80, "=" * 500, "hello world " * 200, "你好世界" * 3000],
+)
+def test_runs_phrases_and_other_scripts_keep_their_estimate_without_a_break(text: str) -> None:
+    # A run of one character (tokenizers merge it), a phrase repeated (cut at its
+    # spaces instead) and CJK repeated (charged by its characters) are not charged copy by
+    # copy: half of two copies' estimate a copy would cost up to 2.1x their count.
+    assert _period_bound(text, _text_cost._fitted_tokens) == 0
+    _never_below_any_tokenizer(text, repr(text[:20]))
+
+
+def test_only_a_text_that_is_one_unit_repeated_has_a_period() -> None:
+    # The period is checked over the whole text: a preamble, an ending other than a cut
+    # copy, or one copy changed, and the text is no repeat.
+    unit = "src/app.py"
+    assert _period(unit * 300) == len(unit)
+    assert _period(unit * 300 + unit[:4]) == len(unit)  # its last copy cut
+    assert _period("Output: " + unit * 300) == 0
+    assert _period(unit * 150 + "src/app.pY" + unit * 149) == 0
+    assert _period(unit) == 0  # one copy
+    assert _period("ab" * 8 + "abc" * 40) == 0
+    # A probe that comes back before the period: "a" * 70 + "b", repeated.
+    assert _period(("a" * 70 + "b") * 20) == 71
+    # One corpus sample is one unit repeated: a stack trace printed eight times (with
+    # newlines, so its lines, charged copy by copy, bound it).
+    assert {name for name in SAMPLES if _period(SAMPLES[name])} == {"log__java_stacktrace"}
+    trace = SAMPLES["log__java_stacktrace"]
+    assert _period_bound(trace, _text_cost._fitted_tokens) == 0
 
 
 _LINES_WITH_DIGITS = [line for line in _LINES if any(c in string.digits for c in line)]
