@@ -138,9 +138,17 @@ def test_react_agent_recalls_a_pruned_result(mode: str, hook_mode: str) -> None:
         assert not any(m.content == BIG for m in state)
 
 
+MIDDLEWARE_RECALL_AT = 30
+"""The middleware counts the system prompt and the tool schemas beside the messages, and
+the brief of every read_file result here lists its names (``names: handler_0 handler_1
+...``, one kind of unit repeated with spaces between, which the estimate charges copy by
+copy: 280 tokens for a brief the fit charges 196): truncation drops the big result's
+turn from step 39 on (from step 52 before such lists were charged so)."""
+
+
 @pytest.mark.parametrize("mode", ["sync", "async"])
 def test_create_agent_middleware_adds_recall_and_it_works(mode: str) -> None:
-    model = RecallingModel()
+    model = RecallingModel(recall_at=MIDDLEWARE_RECALL_AT)
     middleware = ContextPipelineMiddleware(threshold=THRESHOLD, tail_budget=TAIL)
     graph = create_agent(model, [read_file], middleware=[middleware])
     config = {"configurable": {"thread_id": f"m-{mode}"}, "recursion_limit": 500}
