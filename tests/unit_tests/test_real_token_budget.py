@@ -213,6 +213,15 @@ def _each_request_within(
             assert real <= threshold, f"turn {turn}, {name}: {real} > {threshold}"
 
 
+def _turns(*parts: st.SearchStrategy[Any]) -> st.SearchStrategy[list[tuple[Any, ...]]]:
+    """One to four turns of an agent loop, each a tuple drawn from ``parts``."""
+    return st.lists(st.tuples(*parts), min_size=1, max_size=4)
+
+
+_THRESHOLDS = st.sampled_from([1500, 4000, 9000])
+"""The thresholds the loop properties run at."""
+
+
 # Words as they name things in tool output (every identifier-like word of the corpus
 # of up to 12 characters), for ids such as `item_7`, `user-42`, `ID:3`.
 _WORDS = sorted(
@@ -226,17 +235,13 @@ _WORDS = sorted(
 
 @settings(deadline=None)
 @given(
-    st.lists(
-        st.tuples(
-            st.sampled_from(_WORDS),
-            st.sampled_from(["_", "-", ":", "#", ""]),
-            st.sampled_from([",", ", ", ";", "; "]),
-            st.integers(20, 3000),
-        ),
-        min_size=1,
-        max_size=4,
+    _turns(
+        st.sampled_from(_WORDS),
+        st.sampled_from(["_", "-", ":", "#", ""]),
+        st.sampled_from([",", ", ", ";", "; "]),
+        st.integers(20, 3000),
     ),
-    st.sampled_from([1500, 4000, 9000]),
+    _THRESHOLDS,
 )
 # Lists the estimate charged least before (9,544 Qwen 3 tokens sent at 9,000, 1,573 at
 # 1,500).
@@ -259,17 +264,13 @@ def test_an_agent_loop_of_listed_ids_never_exceeds_the_budget(
 
 @settings(deadline=None)
 @given(
-    st.lists(
-        st.tuples(
-            st.sampled_from(_WORDS),
-            st.booleans(),
-            st.sampled_from([" ", "  ", " | "]),
-            st.integers(20, 3000),
-        ),
-        min_size=1,
-        max_size=4,
+    _turns(
+        st.sampled_from(_WORDS),
+        st.booleans(),
+        st.sampled_from([" ", "  ", " | "]),
+        st.integers(20, 3000),
     ),
-    st.sampled_from([1500, 4000, 9000]),
+    _THRESHOLDS,
 )
 # Units the estimate charged least before (as o200k_base and DeepSeek count them).
 @example([("LOREM", False, " ", 3000)], 4000)
@@ -292,16 +293,12 @@ def test_an_agent_loop_of_a_unit_repeated_with_spaces_never_exceeds_the_budget(
 
 @settings(deadline=None)
 @given(
-    st.lists(
-        st.tuples(
-            st.sampled_from(_WORDS),
-            st.sampled_from(["", "->", "/", "|", ".", ";ge", "=0badc0de"]),
-            st.integers(20, 3000),
-        ),
-        min_size=1,
-        max_size=4,
+    _turns(
+        st.sampled_from(_WORDS),
+        st.sampled_from(["", "->", "/", "|", ".", ";ge", "=0badc0de"]),
+        st.integers(20, 3000),
     ),
-    st.sampled_from([1500, 4000, 9000]),
+    _THRESHOLDS,
 )
 # Units the estimate charged least before (about 1.1x the threshold by cl100k_base).
 @example([("src/app.py", "", 3000)], 1500)
