@@ -30,12 +30,13 @@ string:
   (random keys, DNA and protein sequences) and letters repeating a pattern of two
   to four ("abab..."), or of five to sixteen twice in a row inside long letter
   runs ("abcdeabcde..."), near zero in natural text;
-* punctuation that does not merge (added by hand too): control characters, and
+* punctuation that does not merge (added by hand too): control characters,
   marks that end four marks in a row and differ from the one before ("()()",
-  random marks; "----" stays free);
+  random marks; "----" stays free), and runs of the eleven marks that some
+  tokenizer merges in pairs at best ("[[[[", "&&&&": a token per two);
 * where words are short and separators dense (added by hand too): a newline after
   a letter, a mark between a word and a space or a newline, two spaces after a
-  word, each about the token it is;
+  word or a mark, each about the token it is;
 * words after a space that no tokenizer has as one token (other languages written
   in ASCII, rare and made-up words), each charged the two tokens or more it costs,
   and the words every tokenizer knows, not charged as runs of letters (added by
@@ -205,6 +206,9 @@ _ASCII_WEIGHTS: tuple[tuple[bytes, float], ...] = (
     # (columns aligned with spaces); after a newline they are indentation, which
     # the code weights cover.
     (b"a  ", 1.0),
+    # and after a mark ("-  -  -", " }  } ": " -", " " per copy; was charged about one
+    # token a copy, half the count).
+    (b".  ", 1.0),
 )
 
 _SCRIPT_WEIGHTS: tuple[tuple[bytes, float], ...] = (

@@ -100,9 +100,9 @@ text with itself shifted) is also charged copy by copy: half of two copies' esti
 a copy (:data:`UNIT_SHARED`), a unit of up to four characters its own estimate (about
 its length: two copies of marks, ``'"&'``, merge less than two copies' estimate
 assumes). Left to the fit, each for a measured reason: a run of one character
-(``"x" * 5000``: tokenizers merge runs, and the fit charges them; a run of a mark that
-merges in pairs only is a known undercount, ``"&" * 400`` 137 against cl100k_base's
-200); a unit with
+(``"x" * 5000``: tokenizers merge runs, and the fit charges them, a run of a mark that
+merges in pairs only, ``"&" * 400``, at a token per two: see
+:mod:`~langchain_context_pipeline.tokens.irregular`); a unit with
 whitespace (a phrase, a line: cut at spaces and newlines above; charged copy by copy,
 the test fixtures' ``"Now summarise what the logs say. " * N`` rose 1.6x and 13 of
 this project's tests changed what they kept); a unit in another script (CJK repeated,
