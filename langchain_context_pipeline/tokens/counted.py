@@ -128,7 +128,8 @@ def same_model(agent: tuple[str | None, str | None], reply: tuple[str | None, st
     dated snapshot (``"gpt-4o-2024-08-06"``, ``"claude-sonnet-4-20250514"``) answers for
     its alias (``"gpt-4o"``, ``"claude-sonnet-4-0"``, ``"...-latest"``), a model for its
     Bedrock id; an Azure deployment answers for its provider's replies, whatever it is
-    named.
+    named. A model whose name only begins with the agent's is another model
+    (``"gpt-4o"`` for ``"gpt-4"``, ``"gpt-4o-mini"`` for ``"gpt-4o"``).
     """
     provider = agent[0].lower() if agent[0] else None
     if provider and reply[0] and _family(provider) != _family(reply[0].lower()):
@@ -139,11 +140,32 @@ def same_model(agent: tuple[str | None, str | None], reply: tuple[str | None, st
         return True
     name, replied = _bare(agent[1]), _bare(reply[1])
     stem = next((name[: -len(end)] for end in _ALIASES if name.endswith(end)), name)
-    if replied.startswith(stem) or name.startswith(replied):
+    if _snapshot_of(replied, stem) or _snapshot_of(name, replied):
         return True
     # An alias may also leave out the version the reply names ("gemini-flash-latest"
-    # answered by "gemini-2.5-flash"): its words, in order, among the reply's.
-    return stem != name and _in_order(stem.split("-"), replied.split("-"))
+    # answered by "gemini-2.5-flash"): its words, in order, among the reply's, whose
+    # other words are versions ("2.5"; not "lite", another model).
+    words, among = stem.split("-"), replied.split("-")
+    return (
+        stem != name
+        and _in_order(words, among)
+        and all(_VERSION.search(word) for word in among if word not in words)
+    )
+
+
+_SNAPSHOT = re.compile(r"(?:[-@]\d[\w.:-]*|:[\w.:-]+)?")
+"""What a snapshot adds to its model's name: nothing, a date or a version after a dash
+or an at (``"-2024-08-06"``, ``"-20250514"``, ``"-002"``), or a tag after a colon
+(``":8b"``). Not a word: ``"gpt-4o"`` is not ``"gpt-4"``, nor ``"gpt-4o-mini"``
+``"gpt-4o"`` (another model, maybe another tokenizer, whose counts would mislead)."""
+
+_VERSION = re.compile(r"\d")
+"""A word of a model name that is a version: it holds a digit."""
+
+
+def _snapshot_of(name: str, base: str) -> bool:
+    """Whether ``name`` is the model ``base`` names, or a dated snapshot or tag of it."""
+    return name.startswith(base) and _SNAPSHOT.fullmatch(name, len(base)) is not None
 
 
 def _in_order(words: list[str], among: list[str]) -> bool:

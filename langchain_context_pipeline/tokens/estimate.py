@@ -75,11 +75,13 @@ so do the items of a list written on one line (``item_0, item_1, ...``), a unit
 repeated with spaces between its copies (``DONE DONE ...``) and an ASCII unit
 repeated with no break (``"src/app.py" * 3000``). So a text whose repeated lines
 (compared with their digits taken out, and ending at a newline, an escaped one, a
-comma, a semicolon or a space) make half of it, or that is one such unit repeated,
-is also charged copy by copy, each copy a share of a few copies' estimate
-(:mod:`~langchain_context_pipeline.tokens.repeated`), and the estimate is the
-larger of the two. Left: a unit repeated with no break and something else around
-it, or with runs of spaces inside it (up to almost half under; see
+comma, a semicolon or a space) make half of it, or that is one such unit repeated
+(or holds stretches of such copies that make half of it: after a preamble, cut in
+the middle by truncation), is also charged copy by copy, each copy a share of a few
+copies' estimate (:mod:`~langchain_context_pipeline.tokens.repeated`), and the
+estimate is the larger of the two. Left: a unit repeated with no break with runs
+of spaces inside it, and copies that make less than half of a text (up to almost
+half under; see
 :mod:`~langchain_context_pipeline.tokens.repeated` and
 :mod:`~langchain_context_pipeline.tokens.irregular`).
 

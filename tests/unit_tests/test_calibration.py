@@ -203,6 +203,42 @@ def test_usage_from_another_model_is_ignored() -> None:
     assert reason is None and moved.correction == pytest.approx(1.5 * 1.03)
 
 
+@pytest.mark.parametrize(
+    ("agent", "replied", "same"),
+    [
+        # A dated snapshot, a version or a tag of the agent's model: its own count.
+        ("gpt-4", "gpt-4-0613", True),
+        ("gpt-4o", "gpt-4o-2024-08-06", True),
+        ("gpt-4.1", "gpt-4.1-2025-04-14", True),
+        ("gemini-1.5-pro", "gemini-1.5-pro-002", True),
+        ("llama3.1", "llama3.1:8b", True),
+        ("mistral-large-latest", "mistral-large-2411", True),
+        ("chatgpt-4o-latest", "chatgpt-4o-latest", True),
+        ("gemini-flash-latest", "gemini-2.5-flash", True),
+        # A name that only begins with the agent's is another model (gpt-4o counts with
+        # o200k_base, gpt-4 with cl100k_base: its counts would mislead the budget).
+        ("gpt-4", "gpt-4o-2024-08-06", False),
+        ("gpt-4o", "gpt-4o-mini-2024-07-18", False),
+        ("gpt-4o-mini", "gpt-4o", False),
+        ("gpt-4.1", "gpt-4.1-mini-2025-04-14", False),
+        ("o1", "o1-mini-2024-09-12", False),
+        ("gemini-2.5-flash", "gemini-2.5-flash-lite", False),
+        ("gemini-flash-latest", "gemini-2.5-flash-lite", False),
+    ],
+)
+def test_a_reply_counts_for_the_agent_only_from_its_own_model(
+    agent: str, replied: str, same: bool
+) -> None:
+    calibration = Calibration().sending(1000)
+    reply = AIMessage("x", response_metadata={"model_name": replied, "model_provider": "openai"})
+    reply.usage_metadata = {"input_tokens": 1500, "output_tokens": 1, "total_tokens": 1501}
+    moved, reason = calibration.observe(reply, ("openai", agent))
+    if same:
+        assert reason is None and moved.correction == pytest.approx(1.5 * 1.03)
+    else:
+        assert moved == calibration and reason is not None and reason.startswith("other model")
+
+
 def test_a_context_length_error_is_retried_once_within_a_smaller_budget() -> None:
     handler = UsageHandler(fail=1, fail_after=10)
     run_agent(12, handler)

