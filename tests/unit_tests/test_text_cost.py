@@ -811,6 +811,25 @@ def test_lines_in_a_json_string_are_not_undercounted(
     _never_below_any_tokenizer(text, f"{line[:40]!r} x{copies} in JSON")
 
 
+@given(
+    st.sampled_from(["line", "[7] retrying", "x = 1"]),
+    st.integers(2, 200),
+    st.text("0123456789", min_size=1, max_size=3),
+    st.booleans(),
+)
+@example("line", 10, "2", False)  # raised ValueError before: "C:\\2new" after the lines
+def test_digits_between_a_backslash_and_an_n_are_no_escaped_newline(
+    line: str, copies: int, digits: str, nul: bool
+) -> None:
+    # Lines are compared with their digits taken out; taken out before the text was cut
+    # into lines, a backslash, digits and an n (a Windows path, "C:\\2new") read as one
+    # more escaped newline, the lines of the text and of their shapes did not pair up,
+    # and text_tokens raised ValueError for the whole request.
+    text = json.dumps("\n".join([line] * copies))[1:-1] + "C:\\" + digits + "new"
+    text += "\x00" if nul else ""
+    _never_below_any_tokenizer(text, f"{line!r} x{copies} then a path with {digits!r}")
+
+
 _MARKS = "+-().,:/#*=_;%$@"
 
 
