@@ -207,31 +207,23 @@ def _period(text: str) -> int:
 def _run(text: str) -> tuple[int, int]:
     """Return ``(period, length)`` of the stretch at the start of ``text`` that repeats.
 
-    The longest stretch that repeats one unit with no break, at least twice (``(0, 0)``
-    for none). The period is where the first characters come back (:data:`_PROBE`); each try is one
-    C-speed search and one comparison of the text with itself shifted, which stops at
-    the first difference, and, for a stretch shorter than the text, a binary search of
-    such comparisons for where it ends.
+    :func:`_stretch` at the first character, its probe at most half the text.
     """
-    n = len(text)
-    probe = text[: min(_PROBE, n // 2)]
-    start = text.find(probe, 1)
-    best = (0, 0)
-    for _ in range(_TRIES):
-        if start <= 0 or start * 2 > n:
-            break
-        if text.startswith(text[start : start + _CHECK]) and text[start:] == text[:-start]:
-            return start, n
-        length = start + _common(text, start)
-        if length >= 2 * start and length > best[1]:
-            best = (start, length)
-        start = text.find(probe, start + 1)
-    return best
+    _, period, length = _stretch(text, 0, min(_PROBE, len(text) // 2))
+    return period, length
 
 
 def _common(text: str, shift: int, at: int = 0) -> int:
-    """Return how many characters ``text[at + shift:]`` has in common with ``text[at:]``."""
-    low, high = 0, len(text) - shift - at
+    """Return how many characters ``text[at + shift:]`` has in common with ``text[at:]``.
+
+    The whole rest first (a cheap look at its start, then one comparison that stops at
+    the first difference), else a binary search of such comparisons.
+    """
+    end = len(text) - shift
+    rest = text[at + shift : at + shift + _CHECK]
+    if text.startswith(rest, at) and text[at + shift :] == text[at:end]:
+        return end - at
+    low, high = 0, end - at
     while low < high:
         middle = (low + high + 1) // 2
         if text.startswith(text[at + shift : at + shift + middle], at):
@@ -241,17 +233,17 @@ def _common(text: str, shift: int, at: int = 0) -> int:
     return low
 
 
-def _stretch(text: str, at: int) -> tuple[int, int, int]:
+def _stretch(text: str, at: int, size: int = _PROBE) -> tuple[int, int, int]:
     """Return ``(start, period, length)`` of the stretch of ``text`` that repeats at ``at``.
 
     The longest stretch around ``at`` that repeats one unit with no break, at least
-    twice (``(0, 0, 0)`` for none). The period is where the characters at ``at`` come
-    back; the stretch is followed forward and backward (on the reversed text) by
-    :func:`_common`.
+    twice (``(0, 0, 0)`` for none). The period is where the ``size`` characters at ``at``
+    come back (at most :data:`_TRIES` places are tried); the stretch is followed forward
+    and backward (on the reversed text) by :func:`_common`.
     """
     n = len(text)
-    probe = text[at : at + _PROBE]
-    if len(probe) < _PROBE:
+    probe = text[at : at + size]
+    if not probe or len(probe) < size:
         return 0, 0, 0
     backwards: str | None = None
     best = (0, 0, 0)
@@ -261,12 +253,15 @@ def _stretch(text: str, at: int) -> tuple[int, int, int]:
             break
         period = start - at
         forward = _common(text, period, at)
-        if backwards is None:
-            backwards = text[::-1]
-        back = _common(backwards, period, n - at - period)
+        back = 0
+        if at:  # nothing before the first character
+            backwards = text[::-1] if backwards is None else backwards
+            back = _common(backwards, period, n - at - period)
         length = back + period + forward
         if length >= 2 * period and length > best[2]:
             best = (at - back, period, length)
+            if length == n:
+                break  # the whole text
         start = text.find(probe, start + 1)
     return best
 
