@@ -182,15 +182,18 @@ class PassPlanner:
             report.stable_prefix = head_end(messages, self.settings.head_count)
             self._observe(messages, messages, report, meter, counts)
             return CompressionResult(messages, report, None)
-        where = Split.of(messages, self.settings.head_count)
+        where = given = Split.of(messages, self.settings.head_count)
         covered = self._covered(messages, where, carried)
+        carried_in = covered is not None  # the caller's summary (graph state), not recalled
         has_model = self.condenser is not None and self.condenser.model is not None
         memory = self.summary_memory if has_model else None
         prefixes = Prefixes(messages)
+        replay = False
         if covered is None and memory is not None and tokens > limit:
             recalled = yield from recall_summary(memory, prefixes, where)
             if recalled is not None:
-                covered, carried = (where.head_end, recalled[0]), recalled[1]
+                covered, carried = (where.head_end, recalled.stop), recalled.summary
+                replay = recalled.replay
         shift = substituted_end = 0
         condensed: tuple[list[BaseMessage], Split] | None = None
         if covered is not None and carried is not None:
@@ -216,6 +219,18 @@ class PassPlanner:
             report.stable_prefix = substituted_end if report.summary_reused else where.head_end
             self._observe(messages, work, report, meter)
             return CompressionResult(work, report, carried if report.summary_reused else None)
+
+        if replay:
+            # The pass that wrote this summary was given this very list and truncated
+            # it after the summary: the same truncation gives its output again, where
+            # pruning and condensing anew would pay for a second summary.
+            assert covered is not None  # a recalled summary stands in for its turns
+            tail_ids = {id(m) for m in messages[covered[1] :]}
+            where = Split.of(work, self.settings.head_count)
+            work, report.truncate = truncate(work, where, limit, meter)
+            report.stages.append("truncate")
+            tokens = report.truncate.tokens_after = meter.total(work)
+            return self._finish(messages, work, report, meter, tokens, tail_ids, carried)
 
         before_prune = work
         # Hysteresis: the prune boundary and the truncation cut move only when the
@@ -251,6 +266,15 @@ class PassPlanner:
             if (tokens > limit or first is not None) and self.condenser is not None
             else None
         )
+        if room is not None and carried_in and memory is not None:
+            # The summary carried in may be older than one the memory holds for a
+            # longer span of this very list (a model call retried with the state it
+            # had, a run replayed from an earlier checkpoint): that summary stands
+            # rather than a second one paid for the same turns.
+            recalled = yield from recall_summary(memory, prefixes, given)
+            if recalled is not None and covered is not None and recalled.stop > covered[1]:
+                again = CompressionReport(report.threshold, report.limit, reserved=report.reserved)
+                return (yield from self.plan(messages, again, None, standing))
         if room is not None and self.condenser is not None:
             report.condense = CondenseStats()
             work = yield from self.condenser.plan(work, where, meter, report.condense, room)
@@ -271,12 +295,27 @@ class PassPlanner:
                 report.cuts = replace(report.cuts, note_index=report.truncate.note_index)
             report.stages.append("truncate")
             tokens = report.truncate.tokens_after = meter.total(work)
-        report.tokens_after = tokens
         if condensed is not None and memory is not None:
             # Remembered only when the output keeps it: a summary that truncation
             # dropped is not carried, so recalling it later would differ from a
             # fresh pipeline given the same carried summary.
-            yield from remember_summary(memory, prefixes, *condensed, shift, report, kept=work)
+            yield from remember_summary(
+                memory, prefixes, *condensed, shift, report, kept=work, size=len(messages)
+            )
+        return self._finish(messages, work, report, meter, tokens, tail_ids, carried)
+
+    def _finish(
+        self,
+        messages: list[BaseMessage],
+        work: list[BaseMessage],
+        report: CompressionReport,
+        meter: Meter,
+        tokens: int,
+        tail_ids: set[int],
+        carried: CarriedSummary | None,
+    ) -> CompressionResult:
+        """Close a pass that compressed: ``work`` is the output; ``tail_ids``, the tail's."""
+        report.tokens_after = tokens
         report.stable_prefix = next((i for i, m in enumerate(work) if id(m) in tail_ids), 0)
         carried_out = CarriedSummary.of(work)
         if carried_out is None and report.summary_reused and carried is not None:

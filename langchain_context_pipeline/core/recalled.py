@@ -9,6 +9,7 @@ has a store, and the driver answers it.
 from __future__ import annotations
 
 from collections.abc import Generator
+from dataclasses import dataclass
 
 from langchain_core.messages import BaseMessage
 
@@ -24,16 +25,25 @@ from langchain_context_pipeline.stages.summary_memory import (
     SummaryMemory,
 )
 
-__all__ = ["recall_summary", "remember_summary"]
+__all__ = ["Recalled", "recall_summary", "remember_summary"]
+
+
+@dataclass(frozen=True)
+class Recalled:
+    """A remembered summary that applies to this list."""
+
+    stop: int
+    """The summary stands for ``[head_end, stop)`` (``stop``: a unit end of this list)."""
+    summary: CarriedSummary
+    replay: bool
+    """The pass that wrote it was given this very list and truncated it after the
+    summary: truncating again, the summary in place, gives that pass's output."""
 
 
 def recall_summary(
     memory: SummaryMemory, prefixes: Prefixes, where: Split
-) -> Generator[StoreRead, Reply, tuple[int, CarriedSummary] | None]:
-    """Find the longest remembered summary of a span ``[head_end, stop)``.
-
-    Returns ``stop`` (a unit end of this list) and the summary, or None.
-    """
+) -> Generator[StoreRead, Reply, Recalled | None]:
+    """Find the longest remembered summary of a span ``[head_end, stop)``, or None."""
     start = where.head_end
     if start >= where.size:
         return None
@@ -41,7 +51,11 @@ def recall_summary(
     if memory.store is not None and not memory.known(anchor):
         yield StoreRead(anchor)
     stops = sorted(end for end in where.unit_ends if end > start)
-    return memory.lookup(prefixes, start, stops)
+    found = memory.lookup(prefixes, start, stops)
+    if found is None:
+        return None
+    stop, summary = found
+    return Recalled(stop, summary, memory.truncated_after(prefixes, start, stop, where.size))
 
 
 def remember_summary(
@@ -52,13 +66,16 @@ def remember_summary(
     shift: int,
     report: CompressionReport,
     kept: list[BaseMessage],
+    size: int,
 ) -> Generator[StoreWrite, Reply, None]:
     """Remember the summary the model just wrote, by the caller's span it replaces.
 
     ``work`` and ``where`` are the list right after condensing; ``shift`` is how
     many messages fewer than the caller's list ``work`` has before the tail (a
     carried summary stood in for its turns); ``kept`` is the pass's output, which
-    must still hold the summary unchanged.
+    must still hold the summary unchanged; ``size``: how many messages the caller
+    gave (remembered when the pass truncated after the summary, so that the same
+    list given again is truncated again rather than summarized a second time).
     """
     if report.condense is None or report.condense.source != "model":
         return
@@ -72,6 +89,7 @@ def remember_summary(
     if summary is None:  # a span without ids: the summary stands through nothing named
         summary = CarriedSummary(message=work[index], through="")
     stop = where.tail_start + shift
-    anchor, entries = memory.remember(prefixes, where.head_end, stop, summary)
+    truncated = size if report.truncate is not None else None
+    anchor, entries = memory.remember(prefixes, where.head_end, stop, summary, truncated)
     if memory.store is not None:
         yield StoreWrite(anchor, entries)

@@ -7,7 +7,12 @@ transcript) would otherwise pay to summarize the same turns again on every call.
 :class:`SummaryMemory` remembers each summary the model wrote under a digest of
 the messages it replaced *and everything before them* (the head: the task), ids
 and content alike. The next call finds the longest remembered span that is still
-there, verbatim, and reuses its summary exactly as a carried summary.
+there, verbatim, and reuses its summary exactly as a carried summary. The hook and
+the middleware ask it too, before they pay for a summary: a step run again with the
+state it had (a retried model call, a replay from an earlier checkpoint) carries an
+older summary than the one that step bought. A pass that truncated after its summary
+remembers the list it was given, so that the same list again is truncated the same
+way rather than planned anew.
 
 Keying by content, never by position or by call, keeps independent conversations
 apart: ``batch`` over many conversations, or two interleaved ones through one
@@ -209,12 +214,42 @@ class SummaryMemory(Transient):
         with self._lock:
             self._put(anchor, good)
 
-    def remember(
-        self, prefixes: Prefixes, start: int, stop: int, summary: CarriedSummary
-    ) -> tuple[str, list[dict[str, Any]]]:
-        """Remember ``summary`` for ``[start, stop)``; return the anchor and its entries."""
+    def truncated_after(self, prefixes: Prefixes, start: int, stop: int, size: int) -> bool:
+        """Whether the pass that wrote the summary of ``[start, stop)`` was given this list.
+
+        True when that pass truncated the list after its summary, and the list was
+        ``messages[:size]`` (the one ``prefixes`` digests): truncating the list again,
+        the summary in place, gives that pass's output, without a second summary.
+        """
         anchor = self.anchor(prefixes, start)
-        entry = {"stop": stop, "digest": prefixes.digest(stop), "summary": summary}
+        with self._lock:
+            entries = list(self._anchors.get(anchor, ()))
+        return any(
+            e["stop"] == stop
+            and e.get("truncated_at") == size
+            and e.get("truncated_digest") == prefixes.digest(size)
+            for e in entries
+        )
+
+    def remember(
+        self,
+        prefixes: Prefixes,
+        start: int,
+        stop: int,
+        summary: CarriedSummary,
+        truncated_at: int | None = None,
+    ) -> tuple[str, list[dict[str, Any]]]:
+        """Remember ``summary`` for ``[start, stop)``; return the anchor and its entries.
+
+        ``truncated_at``: when the pass truncated its list after the summary, the
+        size of the list it was given (``prefixes`` digests it): see
+        :meth:`truncated_after`.
+        """
+        anchor = self.anchor(prefixes, start)
+        entry: dict[str, Any] = {"stop": stop, "digest": prefixes.digest(stop), "summary": summary}
+        if truncated_at is not None:
+            entry["truncated_at"] = truncated_at
+            entry["truncated_digest"] = prefixes.digest(truncated_at)
         with self._lock:
             entries = [e for e in self._anchors.get(anchor, []) if e["stop"] != stop]
             entries.append(entry)

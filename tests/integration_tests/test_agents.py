@@ -413,6 +413,44 @@ def test_sqlite_resume_reuses_the_carried_summary(entry: str, tmp_path: Path) ->
     assert len(first_summarizer.calls) + len(summarizer.calls) <= bound
 
 
+@pytest.mark.parametrize("entry", ["hook", "middleware"])
+def test_a_run_replayed_from_an_earlier_checkpoint_pays_no_second_summary(
+    entry: str, tmp_path: Path
+) -> None:
+    # Replaying from a checkpoint (LangGraph's time travel) runs the compacting step
+    # again on the state it had: a summary carried from the compaction before. The
+    # pipeline's memory holds the summary that step bought: it is not bought again.
+    summarizer = CountingSummarizer()
+    model = ScriptedToolModel(steps=STEPS, probe=lambda: len(summarizer.calls))
+    conn = sqlite3.connect(tmp_path / "checkpoints.sqlite", check_same_thread=False)
+    saver = SqliteSaver(conn)
+    config = {**CONFIG, "configurable": {"thread_id": f"replay-{entry}"}}
+    if entry == "hook":
+        hook = create_pre_model_hook(threshold=THRESHOLD, tail_budget=TAIL, model=summarizer)
+        agent, node = react_agent(model, hook, checkpointer=saver), "pre_model_hook"
+    else:
+        middleware = ContextPipelineMiddleware(
+            threshold=THRESHOLD, tail_budget=TAIL, model=summarizer
+        )
+        agent, node = middleware_agent(model, middleware, checkpointer=saver), "model"
+    agent.invoke({"messages": [task()]}, config)
+    # The requests before which a summary was bought; the second had one carried in.
+    probes = [r.probe for r in model.requests]
+    compactions = [k for k in range(1, len(probes)) if probes[k] > probes[k - 1]]
+    assert len(compactions) >= 2, f"compactions before requests {compactions}"
+    steps = [s for s in reversed(list(agent.get_state_history(config))) if s.next == (node,)]
+    assert len(steps) == len(model.requests)
+    fork = steps[compactions[1]]
+    calls = len(summarizer.calls)
+    agent.invoke(None, fork.config, interrupt_after=[node])
+    latest = agent.get_state(config).values  # the replayed branch
+    conn.close()
+    assert len(summarizer.calls) == calls, "the replayed step bought its summary again"
+    # And it sent the request it sent the first time.
+    replayed = latest["llm_input_messages"] if entry == "hook" else model.requests[-1].messages
+    assert replayed == model.requests[compactions[1]].messages
+
+
 # -- the summarizer stays out of the user's token stream ------------------------------------
 
 

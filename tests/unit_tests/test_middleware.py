@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import asyncio
 import importlib
 import json
 import sys
@@ -12,7 +13,12 @@ from typing import Any, get_args, get_type_hints
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from langchain.agents.middleware import ExtendedModelResponse, ModelRequest, ModelResponse
+from langchain.agents.middleware import (
+    ExtendedModelResponse,
+    ModelRequest,
+    ModelResponse,
+    ModelRetryMiddleware,
+)
 from langchain.agents.middleware.types import PrivateStateAttr
 from langchain_core.language_models import GenericFakeChatModel
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, SystemMessage
@@ -177,6 +183,64 @@ def test_carried_summary_is_written_once_then_reused() -> None:
     assert second is handler.response
     assert [m.id for m in handler.requests[1].messages if is_pipeline_summary(m)] == [stored["id"]]
     assert sent_tokens(handler.requests[1]) <= THRESHOLD
+
+
+def carried_after(response: Any, state: dict[str, Any]) -> dict[str, Any]:
+    """The state's summary after ``response`` (the one the call wrote, if it wrote one)."""
+    if isinstance(response, ExtendedModelResponse) and response.command is not None:
+        update = response.command.update
+        if isinstance(update, dict) and SUMMARY_STATE_KEY in update:
+            return {SUMMARY_STATE_KEY: update[SUMMARY_STATE_KEY]}
+    return state
+
+
+def agent_turns(use_async: bool, *, fail_first: bool) -> tuple[int, list[list[BaseMessage]]]:
+    """Drive 20 turns through langchain's ModelRetryMiddleware around ours.
+
+    Returns the summarizer calls and the messages of each request the model
+    answered. ``fail_first``: every turn's first model call fails (a connection
+    reset), and the retry middleware calls ours again with the request, and the
+    state, it had.
+    """
+    summarizer = EchoSummarizer()
+    ours = middleware(summarizer)
+    retry = ModelRetryMiddleware(max_retries=1, initial_delay=0, jitter=False)
+    handler = Handler()
+    history, state = conversation(12), {}
+    for step in range(12, 32):
+        failures = iter([ConnectionError("connection reset")] if fail_first else [])
+
+        def flaky(request: ModelRequest[Any], failures: Any = failures) -> ModelResponse[Any]:
+            for error in failures:
+                raise error
+            return handler(request)
+
+        async def aflaky(request: ModelRequest[Any]) -> ModelResponse[Any]:
+            return flaky(request)
+
+        async def ours_async(request: ModelRequest[Any]) -> Any:
+            return await ours.awrap_model_call(request, aflaky)
+
+        request = request_for(history, state=state)
+        if use_async:
+            response = asyncio.run(retry.awrap_model_call(request, ours_async))
+        else:
+            response = retry.wrap_model_call(request, lambda r: ours.wrap_model_call(r, flaky))
+        state = carried_after(response, state)
+        history = [*history, *conversation(1, start=step)]
+    return len(summarizer.calls), [list(r.messages) for r in handler.requests]
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+def test_a_retried_model_call_pays_no_second_summary(use_async: bool) -> None:
+    # A retry (langchain's ModelRetryMiddleware outside ours) calls ours again with
+    # the state as it was, the summary carried from an older compaction: the one the
+    # failed attempt bought is used again, not bought a second time.
+    calls, sent = agent_turns(use_async, fail_first=False)
+    assert calls >= 2  # compactions with a summary carried in state
+    retried_calls, retried_sent = agent_turns(use_async, fail_first=True)
+    assert retried_calls == calls
+    assert retried_sent == sent
 
 
 async def test_async_path_awaits_the_summarizer() -> None:

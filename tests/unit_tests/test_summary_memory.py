@@ -3,18 +3,22 @@
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from typing import Any
 
 import pytest
+from hypothesis import assume, given
+from hypothesis import strategies as st
 from langchain_core.messages import AIMessage, BaseMessage, HumanMessage, ToolMessage
 from langchain_core.prompts import ChatPromptTemplate, MessagesPlaceholder
 from langchain_core.runnables import RunnableLambda
 
-from langchain_context_pipeline import ContextPipeline
+from langchain_context_pipeline import BudgetError, ContextPipeline
 from langchain_context_pipeline.langgraph import create_pre_model_hook
 from langchain_context_pipeline.messages.marks import is_pipeline_summary
 from langchain_context_pipeline.stages.summary_memory import SUMMARY_NAMESPACE, SummaryMemory
 from tests.support.fakes import EchoSummarizer
+from tests.support.generated import conversations
 
 THRESHOLD = 12_000
 TAIL = 3_000
@@ -178,6 +182,102 @@ def test_a_shared_store_lets_another_process_reuse_the_summary(use_async: bool) 
     got = asyncio.run(other.ainvoke(histories[-1])) if use_async else other.invoke(histories[-1])
     assert second.calls == []
     assert [m.content for m in got] == [m.content for m in expected]
+
+
+def truncated_after_summary() -> list[BaseMessage]:
+    """A history whose pass condenses, then truncates the long answer after the summary."""
+    history: list[BaseMessage] = [HumanMessage("Task: fix the parser in src/parse.py", id="task")]
+    for i in range(20):
+        call = {"name": "bash", "args": {"command": f"cat part{i}.txt"}, "id": f"c{i}"}
+        history += [
+            HumanMessage(f"remark {i} " + "note " * 300, id=f"h{i}"),
+            AIMessage(f"step {i}", tool_calls=[call], id=f"a{i}"),
+            ToolMessage(f"line {i} of output " * 300, tool_call_id=call["id"], id=f"t{i}"),
+        ]
+    history += [
+        AIMessage("Here is my long analysis of the parser. " * 280, id="long"),
+        HumanMessage("ok, go on", id="last"),
+    ]
+    return history
+
+
+@pytest.mark.parametrize("other_process", [False, True])
+def test_the_same_list_again_gets_the_same_request_without_a_second_summary(
+    other_process: bool,
+) -> None:
+    # The first pass summarizes the middle, and the long answer after it no longer
+    # fits beside the summary: truncation drops it. Given the same list again, the
+    # remembered summary stands in for the middle and the same truncation follows:
+    # the same request, no second summary (before, the list was pruned anew, and
+    # the request differed from the first).
+    history = truncated_after_summary()
+    store = DictStore()
+    summarizer = EchoSummarizer(share=1.0)
+
+    def pipeline() -> ContextPipeline:
+        memory = SummaryMemory(store=store)
+        return ContextPipeline(
+            threshold=4_000, tail_budget=600, head_count=1, model=summarizer, summary_memory=memory
+        )
+
+    one = pipeline()
+    first = one.compress(list(history))
+    assert first.report.stages == ["prune", "condense", "truncate"]
+    assert "long" not in [m.id for m in first.messages]
+    again = (pipeline() if other_process else one).compress(list(history))
+    assert again.messages == first.messages
+    assert again.report.summary_reused and again.report.stages == ["truncate"]
+    assert again.report.stable_prefix == first.report.stable_prefix
+    assert len(summarizer.calls) == 1
+    # An edited list (the same length, another last message) is no replay of that pass.
+    edited = [*history[:-1], HumanMessage("no, stop", id="last")]
+    other = pipeline().compress(edited)
+    assert other.report.stages[0] == "prune"
+
+
+class Counting:
+    """A summarizer that answers ``size`` characters and counts its calls."""
+
+    def __init__(self, size: int) -> None:
+        self.size, self.calls = size, 0
+
+    def __call__(self, prompt: Sequence[BaseMessage]) -> str:
+        self.calls += 1
+        return ("The agent read the files and ran the tests. " * (self.size // 44 + 1))[: self.size]
+
+
+@given(
+    conversations(),
+    st.integers(2_000, 40_000),
+    st.floats(0, 0.9),
+    st.integers(0, 3),
+    st.integers(1, 20_000),
+)
+def test_a_list_given_again_gets_the_same_request_and_pays_nothing(
+    messages: list[BaseMessage], threshold: int, tail: float, head_count: int, size: int
+) -> None:
+    summarizer = Counting(size)
+    pipeline = ContextPipeline(
+        threshold=threshold,
+        tail_budget=int(tail * threshold),
+        head_count=head_count,
+        model=summarizer,
+    )
+    try:
+        first = pipeline.compress(list(messages))
+    except BudgetError:
+        return  # the system messages alone are over: refused, as test_references checks
+    paid = summarizer.calls
+    # What the model wrote and the request kept is remembered. A reply the condenser
+    # refused (too long: the digest stands instead) and a summary truncation then
+    # dropped are not: that list again asks the model again.
+    condense = first.report.condense
+    assume(
+        condense is None
+        or (condense.source == "model" and any(is_pipeline_summary(m) for m in first.messages))
+    )
+    assert pipeline.invoke(list(messages)) == first.messages
+    assert summarizer.calls == paid
 
 
 def test_a_failing_store_costs_a_summary_not_the_call(caplog: pytest.LogCaptureFixture) -> None:
