@@ -141,6 +141,34 @@ def test_loop_output_equals_a_fresh_pipelines(run: Run) -> None:
 
 
 @settings(max_examples=LOOP_EXAMPLES)
+@given(runs())
+def test_loop_step_run_again_with_its_state_pays_nothing_and_sends_the_same(run: Run) -> None:
+    """A step run again with the state it had (a retried model call, a replay from a
+    checkpoint) sends the same request, and buys no summary the first run bought.
+
+    Checked at every turn whose pass bought no summary, or bought one from the
+    model and sent it: a reply the condenser refused (the digest stands in, and is
+    not remembered) is asked for again.
+    """
+    pipeline = run.pipeline()
+    history: list[BaseMessage] = list(run.head)
+    carried: CarriedSummary | None = None
+    for turn in run.turns:
+        for edit in turn.edits:
+            edit(history)
+        history = [*history, *turn.messages]
+        result = pipeline.compress(history, carried_summary=carried, over_budget="minimal")
+        condense = result.report.condense
+        if condense is None or (
+            condense.source == "model" and any(is_pipeline_summary(m) for m in result.messages)
+        ):
+            again = pipeline.compress(list(history), carried_summary=carried, over_budget="minimal")
+            assert again.report.summarizer_calls == 0, "the step ran again bought a summary"
+            assert snapshot(again.messages) == snapshot(result.messages)
+        carried = result.carried_summary
+
+
+@settings(max_examples=LOOP_EXAMPLES)
 @given(last_resort_runs())
 def test_loop_sends_the_smallest_request_only_when_nothing_smaller_fits(run: Run) -> None:
     """A tool unit in the head, a few hundred tokens, thinking on the newest turn: the
